@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# bbrx: out-of-tree build of tcp_bbrx.ko and the project's commands.
+#
+#   make                 build against KDIR (see below)
+#   make install         modules_install + depmod + modprobe.d hook (root)
+#   make load / unload   insmod / rmmod the built module on this host
+#   make demo            build for the VM kernel, boot it, print a comparison
+#   make check           style, sparse, W=1, DKMS and rt builds, selftests in the VM
+#   make clean
+#
+# KDIR defaults to the running kernel's build tree; where that does not exist
+# (a build host, a container) the newest installed Debian cloud headers.
+# demo and check always build against the headers of the kernel the VM boots.
+
+MAKEFLAGS += --no-print-directory
+SHELL := /bin/bash
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+
+VERSION := $(shell sed -n 's/^\#define BBRX_VERSION "\(.*\)"/\1/p' $(ROOT)/include/bbrx.h)
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(ROOT)/dkms.conf)
+
+ifeq ($(origin KDIR),undefined)
+  ifneq ($(wildcard /lib/modules/$(shell uname -r)/build/Makefile),)
+    KDIR := /lib/modules/$(shell uname -r)/build
+  else
+    KDIR := $(lastword $(sort $(wildcard /usr/src/linux-headers-*-cloud-amd64)))
+    $(if $(KDIR),$(info bbrx: no build tree for $(shell uname -r); using $(KDIR)))
+  endif
+endif
+
+# The VM's kernel and its headers; the rt flavour of the same ABI if present.
+VM_KVER = $(shell $(ROOT)/scripts/vm-kver)
+VM_KDIR = /usr/src/linux-headers-$(VM_KVER)
+RT_KDIR = $(lastword $(sort $(wildcard /usr/src/linux-headers-*-rt-amd64)))
+CACHE := $(ROOT)/.cache
+KBUILD_OPTS := W=1
+
+.PHONY: all modules clean install load unload deps vm-build demo check \
+	check-style check-sparse check-dkms check-rt check-version selftests
+
+all: modules
+
+modules:
+	@test -n "$(KDIR)" || { echo "bbrx: no kernel headers (set KDIR)" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(ROOT) $(KBUILD_OPTS) modules
+
+clean:
+	@if [ -n "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(ROOT) clean; fi
+	$(MAKE) -C $(ROOT)/selftests clean
+
+install: modules
+	$(MAKE) -C $(KDIR) M=$(ROOT) modules_install
+	depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
+	install -D -m 0644 $(ROOT)/scripts/tcp_bbrx.modprobe.conf /etc/modprobe.d/tcp_bbrx.conf
+
+load: modules
+	insmod $(ROOT)/tcp_bbrx.ko
+
+unload:
+	rmmod tcp_bbrx
+
+deps:
+	@$(ROOT)/scripts/deps.sh
+
+# Build for the kernel the VM boots, whatever KDIR says.
+vm-build: deps
+	$(MAKE) KDIR=$(VM_KDIR) modules
+	$(MAKE) -C $(ROOT)/selftests
+
+demo: vm-build
+	$(ROOT)/scripts/vm-run -- ./demo.sh
+
+check-version:
+	@test "$(VERSION)" = "$(DKMS_VERSION)" || \
+		{ echo "bbrx: version $(VERSION) in include/bbrx.h but $(DKMS_VERSION) in dkms.conf" >&2; exit 1; }
+
+check-style:
+	$(ROOT)/scripts/checkpatch.sh
+
+check-sparse: deps
+	$(MAKE) -C $(VM_KDIR) M=$(ROOT) W=1 C=2 modules 2>&1 | tee $(CACHE)/sparse.log
+	@! grep -E 'warning:|error:' $(CACHE)/sparse.log || \
+		{ echo "bbrx: sparse or W=1 warnings (above)" >&2; exit 1; }
+
+check-dkms: deps check-version
+	$(ROOT)/scripts/dkms-check.sh $(VM_KVER)
+
+check-rt: deps
+	@test -n "$(RT_KDIR)" || { echo "bbrx: no rt headers installed" >&2; exit 1; }
+	rm -rf $(CACHE)/rt && mkdir -p $(CACHE)/rt
+	cp -r $(ROOT)/Kbuild $(ROOT)/module $(ROOT)/include $(CACHE)/rt/
+	$(MAKE) -C $(RT_KDIR) M=$(CACHE)/rt W=1 modules 2>&1 | tee $(CACHE)/rt.log
+	@! grep -E 'warning:|error:' $(CACHE)/rt.log
+
+check: check-version check-style check-sparse check-dkms check-rt vm-build
+	$(ROOT)/scripts/vm-run -- make run_tests

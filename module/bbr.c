@@ -1,0 +1,786 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bbrx: a BBR-family TCP congestion control.
+ *
+ * The model (Cardwell, Cheng, Gunn, Hassas Yeganeh, Jacobson, "BBR:
+ * Congestion-Based Congestion Control", ACM Queue 14(5), 2016, and
+ * draft-cardwell-iccrg-bbr-congestion-control), per ACK:
+ *
+ *   bw          = max over the last 10 rounds of delivered / interval
+ *   min_rtt     = min over the last min_rtt_win_ms of the RTT samples
+ *   pacing_rate = pacing_gain * bw                         (1% below)
+ *   cwnd        = cwnd_gain * bw * min_rtt                 (the BDP)
+ *               + extra_acked_gain * extra_acked           (ACK aggregation)
+ *               + tso_margin * tso_segs_goal               (burst allowance)
+ *
+ * Phases:
+ *
+ *            |
+ *            V
+ *   +---> STARTUP  ----+     pacing gain high_gain until bw stops growing
+ *   |        |         |     by 25% for 3 rounds (full bw reached)
+ *   |        V         |
+ *   |      DRAIN   ----+     pacing gain drain_gain until inflight <= BDP
+ *   |        |         |
+ *   |        V         |
+ *   +---> PROBE_BW ----+     pacing gain cycles up, down, 1 x 6 (one
+ *   |        ^         |     min_rtt each)
+ *   |        |         |
+ *   |        |         V
+ *   +---- PROBE_RTT <--+     min_rtt not refreshed for min_rtt_win_ms:
+ *                            cwnd 4 for probe_rtt_ms and one round
+ *
+ * The burst goal (tso_segs_goal) follows upstream 350c9f484bde ("tcp_bbr:
+ * better deal with suboptimal GSO"): about 1 ms of data at the pacing rate
+ * (pacing_rate >> sk_pacing_shift), bounded by the legacy 64 KB GSO size but
+ * never by the device's gso_max_segs, so a NIC with GSO capped at 2 segments
+ * does not shrink cwnd to a few packets. gso_cap = 1 brings the pre-fix cap
+ * back for A/B tests.
+ *
+ * Not modelled: BBR v1's long-term bandwidth (policer) sampling and the
+ * ECN/loss response of BBR v2/v3.
+ */
+#include <linux/inet_diag.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/win_minmax.h>
+#include <net/tcp.h>
+
+#include "bbrx.h"
+#include "compat.h"
+
+#define BW_SCALE	24		/* bw is packets per usec << BW_SCALE */
+#define BW_UNIT		BIT(BW_SCALE)
+#define GAIN_UNIT	1000		/* gains are per-mille */
+#define DIAG_GAIN_SHIFT	8		/* tcp_bbr_info gains are << 8 */
+
+#define BBRX_BW_FILTER_ROUNDS	10	/* rounds in the bw max filter */
+#define BBRX_CYCLE_LEN		8	/* PROBE_BW phases: up, down, 1 x 6 */
+#define BBRX_FULL_BW_GROWTH	1250	/* per-mille growth that is "still growing" */
+#define BBRX_FULL_BW_ROUNDS	3	/* rounds without that growth = full */
+#define BBRX_MIN_CWND		4	/* segments: PROBE_RTT and the floor */
+#define BBRX_PACING_MARGIN	1	/* percent paced below bw to drain queues */
+#define BBRX_MIN_TSO_RATE	1200000	/* bit/s below which bursts are 1 segment */
+#define BBRX_EXTRA_ACKED_ROUNDS	5	/* rounds per extra_acked window half */
+#define BBRX_EXTRA_ACKED_MAX_US	100000	/* cap on the aggregation allowance */
+#define BBRX_ACK_EPOCH_MAX	0xFFFFF	/* ack_epoch_acked bit-field limit */
+
+enum bbrx_mode {
+	BBRX_STARTUP,
+	BBRX_DRAIN,
+	BBRX_PROBE_BW,
+	BBRX_PROBE_RTT,
+};
+
+/* Private state in icsk_ca_priv (ICSK_CA_PRIV_SIZE bytes). */
+struct bbrx {
+	struct minmax bw;		/* max filter, BW_UNIT, keyed by round */
+	u64 cycle_mstamp;		/* usec: start of this PROBE_BW phase */
+	u64 ack_epoch_mstamp;		/* usec: start of the ACK epoch */
+	u32 min_rtt_us;			/* min_rtt filter value */
+	u32 min_rtt_stamp;		/* jiffies: when min_rtt was taken */
+	u32 probe_rtt_done_stamp;	/* jiffies: PROBE_RTT may end, 0 unset */
+	u32 round_count;		/* packet-timed rounds so far */
+	u32 next_round_delivered;	/* tp->delivered that ends this round */
+	u32 prior_cwnd;			/* cwnd before recovery or PROBE_RTT */
+	u32 full_bw;			/* BW_UNIT: bw at the last 25% growth */
+	u32 ack_epoch_acked:20,		/* packets (s)acked in this epoch */
+	    extra_acked_rounds:5,	/* rounds in the current window half */
+	    extra_acked_idx:1,		/* current half of extra_acked[] */
+	    unused:6;
+	u16 extra_acked[2];		/* packets beyond bw in two windows */
+	u16 pacing_gain;		/* per-mille, current */
+	u16 cwnd_gain;			/* per-mille, current */
+	u8 mode;			/* enum bbrx_mode */
+	u8 prev_ca_state;		/* icsk_ca_state on the last ACK */
+	u8 cycle_idx;			/* PROBE_BW phase, 0 = probe up */
+	u8 full_bw_cnt;			/* rounds without bw growth */
+	u8 round_start:1,		/* this ACK started a new round */
+	   packet_conservation:1,	/* first round of fast recovery */
+	   idle_restart:1,		/* restarting after idle */
+	   probe_rtt_round_done:1,	/* a round passed at PROBE_RTT cwnd */
+	   full_bw_reached:1,		/* STARTUP found the pipe full */
+	   has_seen_rtt:1,		/* pacing was set from a real RTT */
+	   unused2:2;
+};
+
+static struct bbrx_net *bbrx_sk_pernet(const struct sock *sk)
+{
+	return bbrx_pernet(sock_net(sk));
+}
+
+static u32 bbrx_max_bw(const struct sock *sk)
+{
+	const struct bbrx *b = inet_csk_ca(sk);
+
+	return minmax_get(&b->bw);
+}
+
+/*
+ * Bytes per second for a bw (packets per usec << BW_SCALE) times a per-mille
+ * gain, less the pacing margin. u64 holds it up to several Tbit/s.
+ */
+static u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain)
+{
+	unsigned int mss = tcp_sk(sk)->mss_cache;
+	u64 rate = bw * mss * gain;
+
+	rate = div_u64(rate, GAIN_UNIT);
+	rate *= USEC_PER_SEC / 100 * (100 - BBRX_PACING_MARGIN);
+	return rate >> BW_SCALE;
+}
+
+static unsigned long bbrx_bw_to_pacing_rate(const struct sock *sk, u32 bw,
+					    int gain)
+{
+	u64 rate = bbrx_rate_bytes(sk, bw, gain);
+
+	return min_t(u64, rate, READ_ONCE(sk->sk_max_pacing_rate));
+}
+
+/* Before any bw sample: pace high_gain * initial cwnd per smoothed RTT. */
+static void bbrx_init_pacing_rate(struct sock *sk, const struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+	u32 rtt_us;
+	u64 bw;
+
+	if (tp->srtt_us) {
+		rtt_us = max(tp->srtt_us >> 3, 1U);
+		b->has_seen_rtt = 1;
+	} else {
+		rtt_us = USEC_PER_MSEC;	/* a guess until the first sample */
+	}
+	bw = (u64)tcp_snd_cwnd(tp) * BW_UNIT;
+	do_div(bw, rtt_us);
+	WRITE_ONCE(sk->sk_pacing_rate,
+		   bbrx_bw_to_pacing_rate(sk, bw, READ_ONCE(bn->high_gain)));
+}
+
+static void bbrx_set_pacing_rate(struct sock *sk, const struct bbrx_net *bn,
+				 u32 bw, int gain)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+	unsigned long rate = bbrx_bw_to_pacing_rate(sk, bw, gain);
+
+	if (unlikely(!b->has_seen_rtt && tp->srtt_us))
+		bbrx_init_pacing_rate(sk, bn);
+	/* STARTUP never lowers the rate: early samples underestimate bw. */
+	if (b->full_bw_reached || rate > READ_ONCE(sk->sk_pacing_rate))
+		WRITE_ONCE(sk->sk_pacing_rate, rate);
+}
+
+/**
+ * bbrx_min_tso_segs() - the .min_tso_segs floor of the burst size
+ * @sk: the socket
+ *
+ * Below 1.2 Mbit/s a 2-segment burst is a large share of the pacing interval,
+ * so the floor is 1 segment there, else 2 (as in-tree BBR).
+ *
+ * Return: segments, 1 or 2.
+ */
+static u32 bbrx_min_tso_segs(struct sock *sk)
+{
+	return READ_ONCE(sk->sk_pacing_rate) < (BBRX_MIN_TSO_RATE >> 3) ? 1 : 2;
+}
+
+/**
+ * bbrx_tso_segs_goal() - burst size the cwnd must leave room for
+ * @sk: the socket
+ * @bn: the netns settings (gso_cap)
+ *
+ * About 1 ms of data at the pacing rate (pacing_rate >> sk_pacing_shift
+ * bytes), at most a legacy 64 KB GSO packet, in segments, and never below
+ * bbrx_min_tso_segs(). Upstream 350c9f484bde stopped bounding it by the
+ * device's gso_max_segs; gso_cap = 1 restores that bound (pre-fix).
+ *
+ * Return: segments.
+ */
+static u32 bbrx_tso_segs_goal(struct sock *sk, const struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	unsigned long bytes;
+	u32 segs;
+
+	bytes = READ_ONCE(sk->sk_pacing_rate) >> READ_ONCE(sk->sk_pacing_shift);
+	bytes = min_t(unsigned long, bytes,
+		      GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
+	segs = max_t(u32, bytes / tp->mss_cache, bbrx_min_tso_segs(sk));
+	if (READ_ONCE(bn->gso_cap))
+		segs = min_t(u32, segs, READ_ONCE(sk->sk_gso_max_segs));
+	return segs;
+}
+
+/* Remember cwnd before recovery or PROBE_RTT cut it, to restore it after. */
+static void bbrx_save_cwnd(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	if (b->prev_ca_state < TCP_CA_Recovery && b->mode != BBRX_PROBE_RTT)
+		b->prior_cwnd = tcp_snd_cwnd(tp);
+	else	/* already cut: keep the larger, pre-cut value */
+		b->prior_cwnd = max(b->prior_cwnd, tcp_snd_cwnd(tp));
+}
+
+static void bbrx_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	if (event != CA_EVENT_TX_START || !tp->app_limited)
+		return;
+
+	/* Restarting from idle: do not burst at a probing gain. */
+	b->idle_restart = 1;
+	b->ack_epoch_mstamp = tp->tcp_mstamp;
+	b->ack_epoch_acked = 0;
+	if (b->mode == BBRX_PROBE_BW)
+		bbrx_set_pacing_rate(sk, bbrx_sk_pernet(sk), bbrx_max_bw(sk),
+				     GAIN_UNIT);
+}
+
+/*
+ * Packets in flight that gain * BDP allows: bw * min_rtt, rounded up.
+ * Without an RTT sample yet, the initial window.
+ */
+static u32 bbrx_bdp(const struct sock *sk, u32 bw, int gain)
+{
+	const struct bbrx *b = inet_csk_ca(sk);
+	u64 w;
+
+	if (unlikely(b->min_rtt_us == ~0U))
+		return TCP_INIT_CWND;
+
+	w = (u64)bw * b->min_rtt_us;
+	w = div_u64(w * gain, GAIN_UNIT);
+	return (u32)((w + BW_UNIT - 1) >> BW_SCALE);
+}
+
+/* Room for the bursts TSO/GSO and pacing produce on top of the BDP. */
+static u32 bbrx_add_burst_allowance(struct sock *sk, const struct bbrx_net *bn,
+				    u32 cwnd)
+{
+	const struct bbrx *b = inet_csk_ca(sk);
+
+	cwnd += READ_ONCE(bn->tso_margin) * bbrx_tso_segs_goal(sk, bn);
+	cwnd = (cwnd + 1) & ~1U;	/* even, so delayed ACKs keep flowing */
+	if (b->mode == BBRX_PROBE_BW && b->cycle_idx == 0)
+		cwnd += 2;		/* the probe-up phase must fill its gain */
+	return cwnd;
+}
+
+/* Target inflight for a gain: BDP plus the burst allowance. */
+static u32 bbrx_inflight(struct sock *sk, const struct bbrx_net *bn, u32 bw,
+			 int gain)
+{
+	return bbrx_add_burst_allowance(sk, bn, bbrx_bdp(sk, bw, gain));
+}
+
+/* ACK-aggregation allowance: packets acked beyond what bw explains. */
+static u32 bbrx_aggregation_cwnd(struct sock *sk, const struct bbrx_net *bn)
+{
+	const struct bbrx *b = inet_csk_ca(sk);
+	int gain = READ_ONCE(bn->extra_acked_gain);
+	u32 extra, cap;
+
+	if (!gain || !b->full_bw_reached)
+		return 0;
+
+	cap = (u32)(((u64)bbrx_max_bw(sk) * BBRX_EXTRA_ACKED_MAX_US) >> BW_SCALE);
+	extra = max(b->extra_acked[0], b->extra_acked[1]);
+	extra = div_u64((u64)extra * gain, GAIN_UNIT);
+	return min(extra, cap);
+}
+
+static void bbrx_update_ack_aggregation(struct sock *sk,
+					const struct rate_sample *rs,
+					const struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+	u32 epoch_us, expected, extra;
+
+	if (!READ_ONCE(bn->extra_acked_gain) || rs->acked_sacked <= 0 ||
+	    rs->delivered < 0 || rs->interval_us <= 0)
+		return;
+
+	/* Two window halves of BBRX_EXTRA_ACKED_ROUNDS rounds each. */
+	if (b->round_start) {
+		b->extra_acked_rounds = min_t(u32, 0x1F,
+					      b->extra_acked_rounds + 1);
+		if (b->extra_acked_rounds >= BBRX_EXTRA_ACKED_ROUNDS) {
+			b->extra_acked_rounds = 0;
+			b->extra_acked_idx ^= 1;
+			b->extra_acked[b->extra_acked_idx] = 0;
+		}
+	}
+
+	epoch_us = tcp_stamp_us_delta(tp->delivered_mstamp,
+				      b->ack_epoch_mstamp);
+	expected = (u32)(((u64)bbrx_max_bw(sk) * epoch_us) >> BW_SCALE);
+
+	/* ACKs caught up with bw (or the counter would overflow): new epoch. */
+	if (b->ack_epoch_acked <= expected ||
+	    b->ack_epoch_acked + rs->acked_sacked >= BBRX_ACK_EPOCH_MAX) {
+		b->ack_epoch_acked = 0;
+		b->ack_epoch_mstamp = tp->delivered_mstamp;
+		expected = 0;
+	}
+
+	b->ack_epoch_acked = min_t(u32, BBRX_ACK_EPOCH_MAX,
+				   b->ack_epoch_acked + rs->acked_sacked);
+	extra = min(b->ack_epoch_acked - expected, tcp_snd_cwnd(tp));
+	extra = min_t(u32, extra, U16_MAX);
+	if (extra > b->extra_acked[b->extra_acked_idx])
+		b->extra_acked[b->extra_acked_idx] = extra;
+}
+
+/*
+ * Recovery: drop cwnd by the losses, hold it at inflight + acked for the
+ * first round of fast recovery (packet conservation), and restore the
+ * pre-recovery cwnd when recovery ends. Returns true if cwnd is decided.
+ */
+static bool bbrx_recovery_cwnd(struct sock *sk, struct bbrx_net *bn,
+			       const struct rate_sample *rs, u32 acked,
+			       u32 *new_cwnd)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+	u8 state = inet_csk(sk)->icsk_ca_state, prev = b->prev_ca_state;
+	u32 cwnd = tcp_snd_cwnd(tp);
+
+	if (rs->losses > 0)
+		cwnd = max_t(s32, cwnd - rs->losses, 1);
+
+	if (state == TCP_CA_Recovery && prev != TCP_CA_Recovery) {
+		b->packet_conservation = 1;
+		b->next_round_delivered = tp->delivered;
+		cwnd = tcp_packets_in_flight(tp) + acked;
+		bbrx_stat_inc(bn, BBRX_STAT_RECOVERY_ENTER);
+	} else if (prev >= TCP_CA_Recovery && state < TCP_CA_Recovery) {
+		cwnd = max(cwnd, b->prior_cwnd);
+		b->packet_conservation = 0;
+	}
+	b->prev_ca_state = state;
+
+	if (b->packet_conservation) {
+		*new_cwnd = max(cwnd, tcp_packets_in_flight(tp) + acked);
+		return true;
+	}
+	*new_cwnd = cwnd;
+	return false;
+}
+
+static void bbrx_set_cwnd(struct sock *sk, struct bbrx_net *bn,
+			  const struct rate_sample *rs, u32 bw)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+	u32 acked = rs->acked_sacked;
+	u32 cwnd = tcp_snd_cwnd(tp), target;
+
+	if (!acked)
+		goto done;
+	if (bbrx_recovery_cwnd(sk, bn, rs, acked, &cwnd))
+		goto done;
+
+	target = bbrx_bdp(sk, bw, b->cwnd_gain) + bbrx_aggregation_cwnd(sk, bn);
+	target = bbrx_add_burst_allowance(sk, bn, target);
+
+	/* Grow toward target; before the pipe is full, grow like slow start. */
+	if (b->full_bw_reached)
+		cwnd = min(cwnd + acked, target);
+	else if (cwnd < target || tp->delivered < TCP_INIT_CWND)
+		cwnd += acked;
+	cwnd = max_t(u32, cwnd, BBRX_MIN_CWND);
+done:
+	cwnd = min(cwnd, tp->snd_cwnd_clamp);
+	if (b->mode == BBRX_PROBE_RTT)
+		cwnd = min_t(u32, cwnd, BBRX_MIN_CWND);
+	tcp_snd_cwnd_set(tp, cwnd);
+}
+
+/* Packet-timed rounds: a round ends when a packet sent after it began is acked. */
+static void bbrx_update_round(struct sock *sk, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	b->round_start = 0;
+	if (rs->delivered < 0 || rs->interval_us <= 0)
+		return;
+	if (!before(rs->prior_delivered, b->next_round_delivered)) {
+		b->next_round_delivered = tp->delivered;
+		b->round_count++;
+		b->round_start = 1;
+		b->packet_conservation = 0;
+	}
+}
+
+static void bbrx_update_bw(struct sock *sk, const struct rate_sample *rs,
+			   struct bbrx_net *bn)
+{
+	struct bbrx *b = inet_csk_ca(sk);
+	u64 bw;
+
+	if (rs->delivered < 0 || rs->interval_us <= 0)
+		return;
+
+	bw = div64_long((u64)rs->delivered * BW_UNIT, rs->interval_us);
+	if (rs->is_app_limited) {
+		bbrx_stat_inc(bn, BBRX_STAT_APP_LIMITED);
+		/* An app-limited sample only counts if it shows more bw. */
+		if (bw < bbrx_max_bw(sk))
+			return;
+	}
+	minmax_running_max(&b->bw, BBRX_BW_FILTER_ROUNDS, b->round_count,
+			   (u32)min_t(u64, bw, U32_MAX));
+}
+
+/* PROBE_BW: is it time to move to the next gain phase? */
+static bool bbrx_phase_done(struct sock *sk, const struct rate_sample *rs,
+			    const struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+	bool a_min_rtt = tcp_stamp_us_delta(tp->delivered_mstamp,
+					    b->cycle_mstamp) > b->min_rtt_us;
+	u32 inflight = rs->prior_in_flight, bw = bbrx_max_bw(sk);
+
+	if (b->pacing_gain == GAIN_UNIT)
+		return a_min_rtt;
+	/* Probing up lasts until the extra inflight is there, or loss. */
+	if (b->pacing_gain > GAIN_UNIT)
+		return a_min_rtt &&
+		       (rs->losses ||
+			inflight >= bbrx_inflight(sk, bn, bw, b->pacing_gain));
+	/* Draining ends early once the queue it made is gone. */
+	return a_min_rtt || inflight <= bbrx_inflight(sk, bn, bw, GAIN_UNIT);
+}
+
+static int bbrx_cycle_gain(const struct bbrx_net *bn, u32 idx)
+{
+	if (idx == 0)
+		return READ_ONCE(bn->probe_bw_up_gain);
+	if (idx == 1)
+		return READ_ONCE(bn->probe_bw_down_gain);
+	return GAIN_UNIT;
+}
+
+static void bbrx_update_cycle(struct sock *sk, const struct rate_sample *rs,
+			      const struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	if (b->mode == BBRX_PROBE_BW && bbrx_phase_done(sk, rs, bn)) {
+		b->cycle_idx = (b->cycle_idx + 1) % BBRX_CYCLE_LEN;
+		b->cycle_mstamp = tp->delivered_mstamp;
+	}
+}
+
+static void bbrx_enter_probe_bw(struct sock *sk, struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	b->mode = BBRX_PROBE_BW;
+	/* Random start phase other than probe-down, to desynchronise flows. */
+	b->cycle_idx = (2 + get_random_u32_below(BBRX_CYCLE_LEN - 1)) %
+		       BBRX_CYCLE_LEN;
+	b->cycle_mstamp = tp->delivered_mstamp;
+}
+
+/* STARTUP ends when bw grew less than 25% over three non-app-limited rounds. */
+static void bbrx_check_full_bw(struct sock *sk, const struct rate_sample *rs)
+{
+	struct bbrx *b = inet_csk_ca(sk);
+	u32 bw = bbrx_max_bw(sk);
+
+	if (b->full_bw_reached || !b->round_start || rs->is_app_limited)
+		return;
+
+	if ((u64)bw * GAIN_UNIT >= (u64)b->full_bw * BBRX_FULL_BW_GROWTH) {
+		b->full_bw = bw;
+		b->full_bw_cnt = 0;
+		return;
+	}
+	if (++b->full_bw_cnt >= BBRX_FULL_BW_ROUNDS)
+		b->full_bw_reached = 1;
+}
+
+static void bbrx_check_drain(struct sock *sk, struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	if (b->mode == BBRX_STARTUP && b->full_bw_reached) {
+		b->mode = BBRX_DRAIN;
+		tp->snd_ssthresh = bbrx_inflight(sk, bn, bbrx_max_bw(sk),
+						 GAIN_UNIT);
+		bbrx_stat_inc(bn, BBRX_STAT_STARTUP_EXIT);
+	}
+	if (b->mode == BBRX_DRAIN &&
+	    tcp_packets_in_flight(tp) <=
+	    bbrx_inflight(sk, bn, bbrx_max_bw(sk), GAIN_UNIT)) {
+		bbrx_enter_probe_bw(sk, bn);
+		bbrx_stat_inc(bn, BBRX_STAT_DRAIN_EXIT);
+	}
+}
+
+static void bbrx_exit_probe_rtt(struct sock *sk, struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	b->min_rtt_stamp = tcp_jiffies32;
+	tcp_snd_cwnd_set(tp, max(tcp_snd_cwnd(tp), b->prior_cwnd));
+	if (b->full_bw_reached)
+		bbrx_enter_probe_bw(sk, bn);
+	else
+		b->mode = BBRX_STARTUP;
+}
+
+/*
+ * min_rtt filter and PROBE_RTT: when min_rtt has not been refreshed for
+ * min_rtt_win_ms, hold inflight at BBRX_MIN_CWND for probe_rtt_ms and at
+ * least one round so that the queue drains and the real min_rtt shows.
+ */
+static void bbrx_update_min_rtt(struct sock *sk, const struct rate_sample *rs,
+				struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+	u32 win = msecs_to_jiffies(READ_ONCE(bn->min_rtt_win_ms));
+	bool expired = after(tcp_jiffies32, b->min_rtt_stamp + win);
+
+	if (rs->rtt_us >= 0 &&
+	    (rs->rtt_us < b->min_rtt_us || (expired && !rs->is_ack_delayed))) {
+		b->min_rtt_us = rs->rtt_us;
+		b->min_rtt_stamp = tcp_jiffies32;
+	}
+
+	if (expired && !b->idle_restart && b->mode != BBRX_PROBE_RTT) {
+		b->mode = BBRX_PROBE_RTT;
+		bbrx_save_cwnd(sk);
+		b->probe_rtt_done_stamp = 0;
+		bbrx_stat_inc(bn, BBRX_STAT_PROBE_RTT_ENTER);
+	}
+
+	if (b->mode == BBRX_PROBE_RTT) {
+		/* Samples taken at cwnd 4 say nothing about bw. */
+		tp->app_limited = (tp->delivered + tcp_packets_in_flight(tp)) ?: 1;
+		if (!b->probe_rtt_done_stamp &&
+		    tcp_packets_in_flight(tp) <= BBRX_MIN_CWND) {
+			b->probe_rtt_done_stamp = tcp_jiffies32 +
+				msecs_to_jiffies(READ_ONCE(bn->probe_rtt_ms));
+			b->probe_rtt_done_stamp |= !b->probe_rtt_done_stamp;
+			b->probe_rtt_round_done = 0;
+			b->next_round_delivered = tp->delivered;
+		} else if (b->probe_rtt_done_stamp) {
+			if (b->round_start)
+				b->probe_rtt_round_done = 1;
+			if (b->probe_rtt_round_done &&
+			    after(tcp_jiffies32, b->probe_rtt_done_stamp))
+				bbrx_exit_probe_rtt(sk, bn);
+		}
+	}
+
+	if (rs->delivered > 0)
+		b->idle_restart = 0;
+}
+
+static void bbrx_update_gains(struct sock *sk, const struct bbrx_net *bn)
+{
+	struct bbrx *b = inet_csk_ca(sk);
+
+	switch (b->mode) {
+	case BBRX_STARTUP:
+		b->pacing_gain = READ_ONCE(bn->high_gain);
+		b->cwnd_gain = READ_ONCE(bn->high_gain);
+		break;
+	case BBRX_DRAIN:
+		b->pacing_gain = READ_ONCE(bn->drain_gain);
+		b->cwnd_gain = READ_ONCE(bn->high_gain);
+		break;
+	case BBRX_PROBE_BW:
+		b->pacing_gain = bbrx_cycle_gain(bn, b->cycle_idx);
+		b->cwnd_gain = READ_ONCE(bn->cwnd_gain);
+		break;
+	case BBRX_PROBE_RTT:
+		b->pacing_gain = GAIN_UNIT;
+		b->cwnd_gain = GAIN_UNIT;
+		break;
+	}
+}
+
+/* .cong_control: the per-ACK model update, then pacing rate and cwnd. */
+static void bbrx_cong_control(struct sock *sk, const struct rate_sample *rs)
+{
+	struct bbrx_net *bn = bbrx_sk_pernet(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+	u32 bw;
+
+	bbrx_update_round(sk, rs);
+	bbrx_update_bw(sk, rs, bn);
+	bbrx_update_ack_aggregation(sk, rs, bn);
+	bbrx_update_cycle(sk, rs, bn);
+	bbrx_check_full_bw(sk, rs);
+	bbrx_check_drain(sk, bn);
+	bbrx_update_min_rtt(sk, rs, bn);
+	bbrx_update_gains(sk, bn);
+
+	bw = bbrx_max_bw(sk);
+	bbrx_set_pacing_rate(sk, bn, bw, b->pacing_gain);
+	bbrx_set_cwnd(sk, bn, rs, bw);
+}
+
+static void bbrx_init(struct sock *sk)
+{
+	struct bbrx_net *bn = bbrx_sk_pernet(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	memset(b, 0, sizeof(*b));
+	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
+	b->prev_ca_state = TCP_CA_Open;
+	b->next_round_delivered = tp->delivered;
+	b->min_rtt_us = tcp_min_rtt(tp);
+	b->min_rtt_stamp = tcp_jiffies32;
+	minmax_reset(&b->bw, 0, 0);
+	b->mode = BBRX_STARTUP;
+	bbrx_update_gains(sk, bn);
+	b->ack_epoch_mstamp = tp->tcp_mstamp;
+
+	WRITE_ONCE(sk->sk_pacing_shift, READ_ONCE(bn->pacing_shift));
+	bbrx_init_pacing_rate(sk, bn);
+	/* Without fq on the device, ask TCP to pace by itself (EDT timer). */
+	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
+
+	bbrx_stat_inc(bn, BBRX_STAT_SOCKETS_INIT);
+}
+
+/* The socket leaves bbrx: give back the kernel's default pacing shift. */
+static void bbrx_release(struct sock *sk)
+{
+	WRITE_ONCE(sk->sk_pacing_shift, 10);
+}
+
+/* Save cwnd for after recovery; the model, not ssthresh, sets cwnd. */
+static u32 bbrx_ssthresh(struct sock *sk)
+{
+	bbrx_save_cwnd(sk);
+	return tcp_sk(sk)->snd_ssthresh;
+}
+
+/*
+ * Undo of a spurious loss episode: the cwnd cut is undone by recovery
+ * restoring prior_cwnd, so only forget the STARTUP plateau it may have
+ * caused.
+ */
+static u32 bbrx_undo_cwnd(struct sock *sk)
+{
+	struct bbrx *b = inet_csk_ca(sk);
+
+	b->full_bw = 0;
+	b->full_bw_cnt = 0;
+	bbrx_stat_inc(bbrx_sk_pernet(sk), BBRX_STAT_UNDO);
+	return tcp_snd_cwnd(tcp_sk(sk));
+}
+
+static void bbrx_set_state(struct sock *sk, u8 new_state)
+{
+	struct bbrx *b = inet_csk_ca(sk);
+
+	if (new_state != TCP_CA_Loss)
+		return;
+
+	/* RTO: the next ACK starts a new round, STARTUP plateau forgotten. */
+	b->prev_ca_state = TCP_CA_Loss;
+	b->full_bw = 0;
+	b->round_start = 1;
+	bbrx_stat_inc(bbrx_sk_pernet(sk), BBRX_STAT_LOSS_ENTER);
+}
+
+/* Buffer 3x cwnd so the application can keep up with probing. */
+static u32 bbrx_sndbuf_expand(struct sock *sk)
+{
+	return 3;
+}
+
+/**
+ * bbrx_get_info() - report the model through struct tcp_bbr_info
+ * @sk: the socket
+ * @ext: INET_DIAG extension bits requested
+ * @attr: set to INET_DIAG_BBRINFO
+ * @info: filled with bw (bytes/s), min_rtt (usec) and gains (<< 8)
+ *
+ * ss(8) decodes only vegas, dctcp and bbr info; reusing the bbr layout makes
+ * `ss -ti` print bbr:(bw:...,mrtt:...,pacing_gain:...,cwnd_gain:...).
+ *
+ * Return: bytes written to @info, 0 if not requested.
+ */
+static size_t bbrx_get_info(struct sock *sk, u32 ext, int *attr,
+			    union tcp_cc_info *info)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+	u64 bw;
+
+	if (!(ext & (1 << (INET_DIAG_BBRINFO - 1))) &&
+	    !(ext & (1 << (INET_DIAG_VEGASINFO - 1))))
+		return 0;
+
+	bw = (u64)bbrx_max_bw(sk) * tp->mss_cache * USEC_PER_SEC;
+	bw >>= BW_SCALE;
+	memset(&info->bbr, 0, sizeof(info->bbr));
+	info->bbr.bbr_bw_lo = (u32)bw;
+	info->bbr.bbr_bw_hi = (u32)(bw >> 32);
+	info->bbr.bbr_min_rtt = b->min_rtt_us;
+	info->bbr.bbr_pacing_gain = (b->pacing_gain << DIAG_GAIN_SHIFT) /
+				    GAIN_UNIT;
+	info->bbr.bbr_cwnd_gain = (b->cwnd_gain << DIAG_GAIN_SHIFT) / GAIN_UNIT;
+	*attr = INET_DIAG_BBRINFO;
+	return sizeof(info->bbr);
+}
+
+BBRX_DEFINE_CONG_CONTROL_WRAPPER(bbrx_cong_control)
+
+static struct tcp_congestion_ops bbrx_cong_ops __read_mostly = {
+	.flags		= TCP_CONG_NON_RESTRICTED,
+	.name		= BBRX_CA_NAME,
+	.owner		= THIS_MODULE,
+	.init		= bbrx_init,
+	.release	= bbrx_release,
+	.cong_control	= BBRX_CONG_CONTROL(bbrx_cong_control),
+	.sndbuf_expand	= bbrx_sndbuf_expand,
+	.undo_cwnd	= bbrx_undo_cwnd,
+	.cwnd_event	= bbrx_cwnd_event,
+	.ssthresh	= bbrx_ssthresh,
+	.min_tso_segs	= bbrx_min_tso_segs,
+	.get_info	= bbrx_get_info,
+	.set_state	= bbrx_set_state,
+};
+
+/**
+ * bbrx_cc_register() - make "bbrx" available to TCP
+ *
+ * Return: 0, or the error of tcp_register_congestion_control() (-EEXIST if
+ * the name is taken, -EINVAL if the ops are incomplete).
+ */
+int bbrx_cc_register(void)
+{
+	BUILD_BUG_ON(sizeof(struct bbrx) > ICSK_CA_PRIV_SIZE);
+	return tcp_register_congestion_control(&bbrx_cong_ops);
+}
+
+/**
+ * bbrx_cc_unregister() - remove "bbrx"; waits for RCU readers of the list
+ */
+void bbrx_cc_unregister(void)
+{
+	tcp_unregister_congestion_control(&bbrx_cong_ops);
+}

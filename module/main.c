@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bbrx: module bring-up and tear-down.
+ *
+ * Order matters: per-netns settings and counters exist before the congestion
+ * control can be chosen by any socket, and the congestion control is gone
+ * (and its RCU readers finished) before they are freed. Sockets and netns
+ * defaults using bbrx hold a module reference, so unload cannot race them.
+ */
+#include <linux/module.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+
+#include "bbrx.h"
+
+unsigned int bbrx_net_id __read_mostly;
+
+static int __net_init bbrx_net_init(struct net *net)
+{
+	struct bbrx_net *bn = bbrx_pernet(net);
+	int err;
+
+	bbrx_sysctl_defaults(bn);
+
+	err = bbrx_stats_net_init(net, bn);
+	if (err)
+		return err;
+
+	err = bbrx_sysctl_net_init(net, bn);
+	if (err)
+		bbrx_stats_net_exit(net, bn);
+	return err;
+}
+
+static void __net_exit bbrx_net_exit(struct net *net)
+{
+	struct bbrx_net *bn = bbrx_pernet(net);
+
+	bbrx_sysctl_net_exit(bn);
+	bbrx_stats_net_exit(net, bn);
+}
+
+static struct pernet_operations bbrx_net_ops = {
+	.init = bbrx_net_init,
+	.exit = bbrx_net_exit,
+	.id = &bbrx_net_id,
+	.size = sizeof(struct bbrx_net),
+};
+
+static int __init bbrx_module_init(void)
+{
+	int err;
+
+	err = register_pernet_subsys(&bbrx_net_ops);
+	if (err)
+		return err;
+
+	err = bbrx_cc_register();
+	if (err) {
+		unregister_pernet_subsys(&bbrx_net_ops);
+		return err;
+	}
+	pr_info("bbrx: congestion control \"%s\" registered\n", BBRX_CA_NAME);
+	return 0;
+}
+
+static void __exit bbrx_module_exit(void)
+{
+	bbrx_cc_unregister();
+	unregister_pernet_subsys(&bbrx_net_ops);
+	pr_info("bbrx: unloaded\n");
+}
+
+module_init(bbrx_module_init);
+module_exit(bbrx_module_exit);
+
+MODULE_AUTHOR("bbrx developers <bbrx@localhost>");
+MODULE_DESCRIPTION("TCP BBR-family congestion control with a GSO-independent burst goal");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(BBRX_VERSION);

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bbrx per-netns settings: net.ipv4.bbrx.*
+ *
+ * One descriptor per knob gives its name, default and range; the ctl_table of
+ * each netns is built from it, so a new netns starts from the defaults and
+ * the README table has one source to follow. Writes go through
+ * proc_dointvec_minmax(): out-of-range or non-numeric input fails with
+ * -EINVAL and leaves the value unchanged.
+ */
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <linux/stddef.h>
+#include <linux/sysctl.h>
+#include <net/net_namespace.h>
+
+#include "bbrx.h"
+#include "compat.h"
+
+struct bbrx_param {
+	const char *name;
+	size_t offset;		/* of the int in struct bbrx_net */
+	int def;
+	int min;		/* extra1/extra2 of proc_dointvec_minmax */
+	int max;
+};
+
+#define BBRX_PARAM(field, d, lo, hi) {				\
+	.name = #field,						\
+	.offset = offsetof(struct bbrx_net, field),		\
+	.def = d, .min = lo, .max = hi,				\
+}
+
+/*
+ * Gains are per-mille (1000 = 1.0) so that 2/ln(2) = 2.885 is expressible;
+ * defaults are those of BBR v1 (Cardwell et al., ACM Queue 2016; the kernel's
+ * tcp_bbr.c).
+ */
+static struct bbrx_param bbrx_params[] = {
+	/* 0: hooks act on bbrx sockets only; 1: on every TCP socket */
+	BBRX_PARAM(scope, BBRX_SCOPE_BBRX, 0, 1),
+	/* STARTUP pacing and cwnd gain, 2/ln(2) doubles delivery per round */
+	BBRX_PARAM(high_gain, 2885, 1000, 10000),
+	/* DRAIN pacing gain, 1/high_gain empties the STARTUP queue in a round */
+	BBRX_PARAM(drain_gain, 347, 100, 1000),
+	/* PROBE_BW cwnd gain: room for delayed and stretched ACKs */
+	BBRX_PARAM(cwnd_gain, 2000, 1000, 10000),
+	/* PROBE_BW probing phase pacing gain */
+	BBRX_PARAM(probe_bw_up_gain, 1250, 1000, 3000),
+	/* PROBE_BW draining phase pacing gain */
+	BBRX_PARAM(probe_bw_down_gain, 750, 100, 1000),
+	/* ACK-aggregation (extra_acked) cwnd allowance gain, 0 = off */
+	BBRX_PARAM(extra_acked_gain, 1000, 0, 10000),
+	/* min_rtt filter window and PROBE_RTT interval, ms */
+	BBRX_PARAM(min_rtt_win_ms, 10000, 100, 600000),
+	/* time spent at 4 packets in flight in PROBE_RTT, ms */
+	BBRX_PARAM(probe_rtt_ms, 200, 10, 10000),
+	/* cwnd += tso_margin * tso_segs_goal (upstream 350c9f484bde uses 3) */
+	BBRX_PARAM(tso_margin, 3, 0, 16),
+	/* 1: burst goal capped by the device's gso_max_segs (pre-350c9f484bde) */
+	BBRX_PARAM(gso_cap, 0, 0, 1),
+	/* sk_pacing_shift of bbrx sockets: goal = pacing_rate >> shift bytes */
+	BBRX_PARAM(pacing_shift, 10, 4, 16),
+};
+
+static int *bbrx_param_ptr(struct bbrx_net *bn, const struct bbrx_param *p)
+{
+	return (int *)((char *)bn + p->offset);
+}
+
+/**
+ * bbrx_sysctl_defaults() - give a netns the default settings
+ * @bn: per-netns state, not yet visible to sockets or sysctl
+ */
+void bbrx_sysctl_defaults(struct bbrx_net *bn)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(bbrx_params); i++)
+		*bbrx_param_ptr(bn, &bbrx_params[i]) = bbrx_params[i].def;
+}
+
+/**
+ * bbrx_sysctl_net_init() - register net.ipv4.bbrx.* for one netns
+ * @net: the network namespace
+ * @bn: its bbrx state, whose ints the table points to
+ *
+ * Return: 0, or -ENOMEM when the table or its registration fails.
+ */
+int bbrx_sysctl_net_init(struct net *net, struct bbrx_net *bn)
+{
+	const size_t n = ARRAY_SIZE(bbrx_params);
+	struct ctl_table *table;
+	int i;
+
+	/* n + 1: the zeroed sentinel kernels before 6.11 look for */
+	table = kcalloc(n + 1, sizeof(*table), GFP_KERNEL);
+	if (!table)
+		return -ENOMEM;
+
+	for (i = 0; i < n; i++) {
+		struct bbrx_param *p = &bbrx_params[i];
+
+		table[i].procname = p->name;
+		table[i].data = bbrx_param_ptr(bn, p);
+		table[i].maxlen = sizeof(int);
+		table[i].mode = 0644;
+		table[i].proc_handler = proc_dointvec_minmax;
+		table[i].extra1 = &p->min;
+		table[i].extra2 = &p->max;
+	}
+
+	bn->sysctl_hdr = bbrx_register_net_sysctl(net, "net/ipv4/bbrx",
+						  table, n);
+	if (!bn->sysctl_hdr) {
+		kfree(table);
+		return -ENOMEM;
+	}
+	bn->sysctl_table = table;
+	return 0;
+}
+
+/**
+ * bbrx_sysctl_net_exit() - unregister the netns' table and free it
+ * @bn: per-netns state
+ */
+void bbrx_sysctl_net_exit(struct bbrx_net *bn)
+{
+	unregister_net_sysctl_table(bn->sysctl_hdr);
+	kfree(bn->sysctl_table);
+}

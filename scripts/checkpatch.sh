@@ -1,0 +1,23 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Runs the kernel's checkpatch.pl (from Debian's linux-source-6.1 tarball,
+# extracted once into .cache/) in --strict mode on the module's sources.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=$root/.cache/checkpatch
+tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n1)
+
+if [ ! -x "$cache/scripts/checkpatch.pl" ]; then
+	[ -n "$tarball" ] || { echo "checkpatch: no /usr/src/linux-source-*.tar.xz (scripts/deps.sh installs it)" >&2; exit 1; }
+	mkdir -p "$cache"
+	top=$(basename "$tarball" .tar.xz)
+	tar -xJf "$tarball" -C "$cache" --strip-components=1 \
+		"$top/scripts/checkpatch.pl" "$top/scripts/spelling.txt" \
+		"$top/scripts/const_structs.checkpatch"
+fi
+
+cd "$root"
+# shellcheck disable=SC2046
+"$cache/scripts/checkpatch.pl" --strict --no-tree --quiet --show-types \
+	-f $(git ls-files 'module/*.[ch]' 'include/*.h' 2>/dev/null || ls module/*.[ch] include/*.h include/uapi/*.h)
+echo "checkpatch: clean"

@@ -1,0 +1,932 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Shared library of the bbrx selftests (model: the kernel's
+# tools/testing/selftests/net/forwarding/lib.sh).
+#
+# A test script sets ALL_TESTS, sources this file, and calls tests_run then
+# exit $EXIT_STATUS.  Every test function ends with exactly one log_test.
+#
+# Topology (topo_create), three network namespaces with unique names:
+#
+#   snd-<sfx>  SND_IF ============== RTR_IF_S  rtr-<sfx>  RTR_IF_R ---- RCV_IF  rcv-<sfx>
+#   10.71.1.1       NIC pair (NETIFS)     10.71.1.2   10.71.2.1    veth     10.71.2.2
+#   fd71:1::1       or veth                fd71:1::2   fd71:2::1            fd71:2::2
+#
+# The sender-router hop uses the two interfaces named in NETIFS="if0 if1"
+# (cabled back to back; in the VM two virtio-net NICs wired by QEMU) and a
+# veth pair when NETIFS is empty.  The router-receiver hop is always veth.
+# Shaping follows KERNEL-NOTES "Testbed pitfalls": the bottleneck (tbf, or
+# htb with a sized child) sits on the router's egress toward the receiver,
+# delay (netem, limit above the BDP) on the receiver's egress (ACK path),
+# random loss per packet after segmentation on the router hop.
+#
+# Environment knobs:
+#   NETIFS       "if0 if1" NIC pair for the sender-router hop (default: veth)
+#   TESTS        run only these test functions (default: $ALL_TESTS)
+#   BBRX_KO      path of tcp_bbrx.ko to insmod if modprobe cannot find it
+#   BBRX_REPS    repetitions for medians (default 3)
+#   BBRX_VERBOSE 1 = dump raw samples on failure
+
+ksft_skip=4
+LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PATH=$LIB_DIR:$PATH
+
+EXIT_STATUS=0
+RET=0
+retmsg=
+TEST_NUM=0
+N_PASS=0
+N_FAIL=0
+N_SKIP=0
+REPS=${BBRX_REPS:-3}
+
+SFX=${BBRX_SFX:-$$}
+SND=snd-$SFX
+RTR=rtr-$SFX
+RCV=rcv-$SFX
+
+SND_IP4=10.71.1.1
+RTR_IP4_S=10.71.1.2
+RTR_IP4_R=10.71.2.1
+RCV_IP4=10.71.2.2
+SND_IP6=fd71:1::1
+RTR_IP6_S=fd71:1::2
+RTR_IP6_R=fd71:2::1
+RCV_IP6=fd71:2::2
+
+SND_IF=
+RTR_IF_S=
+RTR_IF_R=r1
+RCV_IF=v0
+NETIFS_USED=
+
+IPERF_PORT=5201
+SINK_PORT=5301
+CPORT=41000
+MSS=1448
+# Goodput limit of an L2 rate: payload 1448 of 1514 bytes per frame.
+GOODPUT_FRAC=$(awk 'BEGIN { printf "%.4f", 1448 / 1514 }')
+
+BG_PIDS=()
+TMPD=$(mktemp -d /tmp/bbrx-selftest.XXXXXX)
+TOPO_UP=0
+
+BBRX_SYSCTLS="scope high_gain drain_gain cwnd_gain probe_bw_up_gain \
+probe_bw_down_gain extra_acked_gain min_rtt_win_ms probe_rtt_ms tso_margin \
+gso_cap pacing_shift"
+
+# name default min max
+BBRX_SYSCTL_TABLE="\
+scope 0 0 1
+high_gain 2885 1000 10000
+drain_gain 347 100 1000
+cwnd_gain 2000 1000 10000
+probe_bw_up_gain 1250 1000 3000
+probe_bw_down_gain 750 100 1000
+extra_acked_gain 1000 0 10000
+min_rtt_win_ms 10000 100 600000
+probe_rtt_ms 200 10 10000
+tso_margin 3 0 16
+gso_cap 0 0 1
+pacing_shift 10 4 16"
+
+##############################################################################
+# TAP and result bookkeeping
+
+echo "TAP version 13"
+echo "# $(basename "$0"): kernel $(uname -r) on $(uname -m), NETIFS='${NETIFS:-}'"
+
+log_info()
+{
+	echo "# INFO: $*"
+}
+
+log_warn()
+{
+	echo "# WARN: $*"
+}
+
+check_err()
+{
+	local err=$1
+	local msg=$2
+
+	if [[ $RET -eq 0 && $err -ne 0 ]]; then
+		RET=$err
+		retmsg=$msg
+	fi
+}
+
+check_fail()
+{
+	local err=$1
+	local msg=$2
+
+	if [[ $RET -eq 0 && $err -eq 0 ]]; then
+		RET=1
+		retmsg=$msg
+	fi
+}
+
+log_test()
+{
+	local name=$1
+	local opt=${2:+ ($2)}
+
+	TEST_NUM=$((TEST_NUM + 1))
+	if [[ $RET -ne 0 ]]; then
+		EXIT_STATUS=1
+		N_FAIL=$((N_FAIL + 1))
+		echo "not ok $TEST_NUM $name$opt"
+		[[ -n $retmsg ]] && echo "#	$retmsg"
+		return 1
+	fi
+	N_PASS=$((N_PASS + 1))
+	echo "ok $TEST_NUM $name$opt"
+	return 0
+}
+
+log_test_skip()
+{
+	local name=$1
+	local why=$2
+
+	TEST_NUM=$((TEST_NUM + 1))
+	N_SKIP=$((N_SKIP + 1))
+	echo "ok $TEST_NUM $name # SKIP $why"
+}
+
+# Skip the whole script (before or between tests).
+ksft_exit_skip()
+{
+	echo "# SKIP: $*"
+	echo "1..$TEST_NUM"
+	exit $ksft_skip
+}
+
+require_command()
+{
+	local cmd
+
+	for cmd in "$@"; do
+		command -v "$cmd" >/dev/null ||
+			ksft_exit_skip "command $cmd not found"
+	done
+}
+
+require_root()
+{
+	[[ $(id -u) -eq 0 ]] || ksft_exit_skip "needs root"
+}
+
+# true if a qdisc kind can be instantiated (checked on a netns loopback).
+qdisc_available()
+{
+	local kind=$1; shift
+	local ns=qchk-$SFX ok=1
+
+	modprobe -q "sch_$kind" 2>/dev/null
+	ip netns add "$ns" 2>/dev/null || return 1
+	tc -n "$ns" qdisc add dev lo root "$kind" "$@" >/dev/null 2>&1 && ok=0
+	ip netns del "$ns"
+	return $ok
+}
+
+require_qdisc()
+{
+	local kind
+
+	for kind in "$@"; do
+		qdisc_available "$kind" || ksft_exit_skip "qdisc $kind not available"
+	done
+}
+
+# Run each test function of $TESTS (default $ALL_TESTS), then the dmesg check.
+tests_run()
+{
+	local t
+
+	for t in ${TESTS:-$ALL_TESTS}; do
+		RET=0
+		retmsg=
+		log_info "--- $t"
+		$t
+	done
+	dmesg_check
+}
+
+# Print the plan and the summary; returns the exit code for the script.
+tests_done()
+{
+	echo "1..$TEST_NUM"
+	echo "# $(basename "$0"): $N_PASS passed, $N_FAIL failed, $N_SKIP skipped"
+	if [[ $N_FAIL -gt 0 ]]; then
+		EXIT_STATUS=1
+	elif [[ $N_PASS -le 1 && $N_SKIP -gt 0 ]]; then
+		# Only the dmesg check passed: everything real was skipped.
+		EXIT_STATUS=$ksft_skip
+	fi
+	return $EXIT_STATUS
+}
+
+##############################################################################
+# Numbers
+
+# median of the arguments, or of stdin (one number per line) if none.
+median()
+{
+	if [[ $# -gt 0 ]]; then
+		printf '%s\n' "$@"
+	else
+		cat
+	fi | grep -E '^-?[0-9.]+(e[-+]?[0-9]+)?$' | sort -g |
+		awk '{ v[NR] = $1 }
+		     END { if (NR == 0) { print "nan"; exit 1 }
+			   if (NR % 2) printf "%g\n", v[(NR + 1) / 2]
+			   else printf "%g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# mode (most frequent value) of stdin; ties go to the smaller value.
+mode()
+{
+	grep -E '^-?[0-9.]+$' | sort -g | uniq -c |
+		awk '$1 > best { best = $1; v = $2 } END { if (!NR) exit 1; print v }'
+}
+
+# calc EXPR: floating point arithmetic with awk.
+calc()
+{
+	awk "BEGIN { printf \"%.4g\n\", $* }"
+}
+
+# fcmp A OP B: floating point comparison (returns 0 if true).
+fcmp()
+{
+	awk -v a="$1" -v b="$3" "BEGIN { exit !(a $2 b) }"
+}
+
+# in_range V LO HI
+in_range()
+{
+	fcmp "$1" '>=' "$2" && fcmp "$1" '<=' "$3"
+}
+
+bdp_bytes()
+{
+	local rate_mbit=$1 rtt_ms=$2
+
+	awk -v r="$rate_mbit" -v t="$rtt_ms" 'BEGIN { printf "%d\n", r * 1e6 / 8 * t / 1000 }'
+}
+
+##############################################################################
+# Background processes and cleanup
+
+bg_track()
+{
+	BG_PIDS+=("$@")
+}
+
+bg_kill()
+{
+	local p
+
+	for p in "$@"; do
+		kill "$p" 2>/dev/null
+	done
+	for p in "$@"; do
+		wait "$p" 2>/dev/null
+	done
+}
+
+ns_kill_all()
+{
+	local ns=$1 pids
+
+	pids=$(ip netns pids "$ns" 2>/dev/null)
+	[[ -z $pids ]] && return
+	kill $pids 2>/dev/null
+	sleep 0.2
+	pids=$(ip netns pids "$ns" 2>/dev/null)
+	[[ -n $pids ]] && kill -9 $pids 2>/dev/null
+}
+
+netif_restore()
+{
+	local ns=$1 dev=$2
+
+	[[ -z $dev ]] && return
+	if ip netns list | grep -qw "$ns" && ip -n "$ns" link show dev "$dev" &>/dev/null; then
+		tc -n "$ns" qdisc del dev "$dev" root 2>/dev/null
+		ip -n "$ns" link set dev "$dev" gso_max_segs 65535 2>/dev/null
+		ip netns exec "$ns" ethtool -K "$dev" tso on gso on gro on 2>/dev/null
+		ip -n "$ns" addr flush dev "$dev" 2>/dev/null
+		ip -n "$ns" link set dev "$dev" down
+		ip -n "$ns" link set dev "$dev" netns 1
+	fi
+}
+
+topo_destroy()
+{
+	local ns i dev
+
+	[[ $TOPO_UP -eq 1 ]] || return 0
+	for ns in $SND $RTR $RCV; do
+		ns_kill_all "$ns"
+	done
+	if [[ -n $NETIFS_USED ]]; then
+		netif_restore "$SND" "$SND_IF"
+		netif_restore "$RTR" "$RTR_IF_S"
+	fi
+	for ns in $SND $RTR $RCV; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	if [[ -n $NETIFS_USED ]]; then
+		# Wait for the NICs to be back in the initial namespace so the
+		# next test script finds them.
+		for dev in $NETIFS_USED; do
+			for ((i = 0; i < 100; i++)); do
+				ip link show dev "$dev" &>/dev/null && break
+				sleep 0.1
+			done
+		done
+	fi
+	TOPO_UP=0
+}
+
+cleanup()
+{
+	[[ ${#BG_PIDS[@]} -gt 0 ]] && bg_kill "${BG_PIDS[@]}"
+	BG_PIDS=()
+	topo_destroy
+	[[ -n $EXTRA_NETNS ]] && for ns in $EXTRA_NETNS; do ip netns del "$ns" 2>/dev/null; done
+	if [[ -n $TMPD && -d $TMPD ]]; then
+		if [[ $EXIT_STATUS -ne 0 && ${BBRX_KEEP:-0} -eq 1 ]]; then
+			echo "# kept $TMPD"
+		else
+			rm -rf "$TMPD"
+		fi
+	fi
+}
+
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+##############################################################################
+# Modules, counters and sysctls
+
+bbrx_module_loaded()
+{
+	[[ -d /sys/module/tcp_bbrx ]]
+}
+
+# Load tcp_bbrx (and the modules the tests use); skip if it is not installed.
+bbrx_module_load()
+{
+	local m
+
+	for m in inet_diag tcp_diag tcp_bbr veth sch_tbf sch_htb sch_netem; do
+		modprobe -q "$m" 2>/dev/null
+	done
+	bbrx_module_loaded && return 0
+	if modinfo tcp_bbrx &>/dev/null; then
+		modprobe tcp_bbrx || return 1
+	elif [[ -n ${BBRX_KO:-} && -r $BBRX_KO ]]; then
+		insmod "$BBRX_KO" || return 1
+	else
+		ksft_exit_skip "tcp_bbrx is not installed (no modinfo tcp_bbrx, no BBRX_KO)"
+	fi
+	bbrx_module_loaded
+}
+
+require_bbrx()
+{
+	require_root
+	bbrx_module_load || {
+		echo "# modprobe tcp_bbrx failed"
+		RET=1 retmsg="modprobe tcp_bbrx failed"
+		log_test "load tcp_bbrx"
+		tests_done
+		exit 1
+	}
+}
+
+# bbrx_stat NAME [NS]: print counter NAME of /proc/net/bbrx_stat (of netns NS).
+# Handles any number of "Prefix: names" / "Prefix: values" line pairs.
+bbrx_stat()
+{
+	local name=$1 ns=$2
+	local -a cmd=(cat /proc/net/bbrx_stat)
+
+	[[ -n $ns ]] && cmd=(ip netns exec "$ns" cat /proc/net/bbrx_stat)
+	"${cmd[@]}" 2>/dev/null | awk -v n="$name" '
+		{ p = $1 }
+		!(p in names) { names[p] = $0; next }
+		{
+			split(names[p], h)
+			for (i = 2; i <= NF; i++)
+				if (h[i] == n) { print $i; found = 1; exit }
+			delete names[p]
+		}
+		END { exit !found }'
+}
+
+# bbrx_stat_all [NS]: the counters as "Name=value ..." for logs.
+bbrx_stat_all()
+{
+	local ns=$1
+	local -a cmd=(cat /proc/net/bbrx_stat)
+
+	[[ -n $ns ]] && cmd=(ip netns exec "$ns" cat /proc/net/bbrx_stat)
+	"${cmd[@]}" 2>/dev/null | awk '
+		{ p = $1 }
+		!(p in names) { names[p] = $0; next }
+		{ split(names[p], h); s = ""
+		  for (i = 2; i <= NF; i++) s = s h[i] "=" $i " "
+		  print s; delete names[p] }'
+}
+
+bbrx_sysctl_set()
+{
+	local ns=$1 name=$2 val=$3
+
+	ip netns exec "$ns" sysctl -qw "net.ipv4.bbrx.$name=$val"
+}
+
+bbrx_sysctl_get()
+{
+	local ns=$1 name=$2
+
+	ip netns exec "$ns" sysctl -n "net.ipv4.bbrx.$name"
+}
+
+##############################################################################
+# Topology
+
+ns_sysctl()
+{
+	local ns=$1; shift
+
+	ip netns exec "$ns" sysctl -qw "$@"
+}
+
+# topo_create: build snd - rtr - rcv (see the header).  Returns non-zero and
+# prints why on failure.
+topo_create()
+{
+	local ns if0 if1 i
+
+	TOPO_UP=1
+	for ns in $SND $RTR $RCV; do
+		ip netns add "$ns" || return 1
+		ip -n "$ns" link set lo up
+		ns_sysctl "$ns" net.ipv6.conf.all.accept_dad=0 \
+			net.ipv6.conf.default.accept_dad=0 \
+			net.ipv6.conf.all.accept_ra=0 \
+			net.ipv6.conf.default.accept_ra=0 \
+			net.ipv4.tcp_no_metrics_save=1
+		# A new netns inherits init_net's default; make it cubic so
+		# that only the flows a test chooses use bbrx (a non-init
+		# netns may only pick "allowed" ones, hence no error check).
+		ns_sysctl "$ns" net.ipv4.tcp_congestion_control=cubic 2>/dev/null
+	done
+
+	if [[ -n ${NETIFS:-} ]]; then
+		read -r if0 if1 _ <<<"$NETIFS"
+		[[ -n $if0 && -n $if1 ]] || { echo "# NETIFS needs two interfaces"; return 1; }
+		for i in $if0 $if1; do
+			ip link show dev "$i" &>/dev/null ||
+				{ echo "# NETIFS interface $i not found"; return 1; }
+		done
+		NETIFS_USED="$if0 $if1"
+		ip link set dev "$if0" down
+		ip link set dev "$if1" down
+		ip addr flush dev "$if0"
+		ip addr flush dev "$if1"
+		ip link set dev "$if0" netns "$SND" || return 1
+		ip link set dev "$if1" netns "$RTR" || return 1
+		SND_IF=$if0
+		RTR_IF_S=$if1
+	else
+		SND_IF=s0
+		RTR_IF_S=r0
+		ip link add "$SND_IF" netns "$SND" type veth peer "$RTR_IF_S" netns "$RTR" || return 1
+	fi
+	ip link add "$RTR_IF_R" netns "$RTR" type veth peer "$RCV_IF" netns "$RCV" || return 1
+
+	ip -n "$SND" addr add "$SND_IP4/24" dev "$SND_IF"
+	ip -n "$SND" addr add "$SND_IP6/64" dev "$SND_IF" nodad
+	ip -n "$RTR" addr add "$RTR_IP4_S/24" dev "$RTR_IF_S"
+	ip -n "$RTR" addr add "$RTR_IP6_S/64" dev "$RTR_IF_S" nodad
+	ip -n "$RTR" addr add "$RTR_IP4_R/24" dev "$RTR_IF_R"
+	ip -n "$RTR" addr add "$RTR_IP6_R/64" dev "$RTR_IF_R" nodad
+	ip -n "$RCV" addr add "$RCV_IP4/24" dev "$RCV_IF"
+	ip -n "$RCV" addr add "$RCV_IP6/64" dev "$RCV_IF" nodad
+	ip -n "$SND" link set "$SND_IF" up
+	ip -n "$RTR" link set "$RTR_IF_S" up
+	ip -n "$RTR" link set "$RTR_IF_R" up
+	ip -n "$RCV" link set "$RCV_IF" up
+
+	ns_sysctl "$RTR" net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+	ip -n "$SND" route add default via "$RTR_IP4_S"
+	ip -n "$SND" -6 route add default via "$RTR_IP6_S"
+	ip -n "$RCV" route add default via "$RTR_IP4_R"
+	ip -n "$RCV" -6 route add default via "$RTR_IP6_R"
+
+	topo_wait || return 1
+}
+
+# Wait until IPv4 and IPv6 get through snd -> rcv.
+topo_wait()
+{
+	local i
+
+	for ((i = 0; i < 50; i++)); do
+		ip netns exec "$SND" ping -q -c1 -W1 "$RCV_IP4" &>/dev/null &&
+			ip netns exec "$SND" ping -q -c1 -W1 "$RCV_IP6" &>/dev/null &&
+			return 0
+		sleep 0.2
+	done
+	echo "# no connectivity snd -> rcv"
+	return 1
+}
+
+# Create the topology or fail the whole script.
+require_topo()
+{
+	if ! topo_create; then
+		RET=1 retmsg="topology setup failed"
+		log_test "topology setup"
+		tests_done
+		exit 1
+	fi
+}
+
+##############################################################################
+# Shaping (see KERNEL-NOTES "Testbed pitfalls")
+
+# shape_bottleneck RATE_MBIT BUF_BYTES [LOSS_PCT]
+#   Router egress toward the receiver: tbf at RATE with a BUF_BYTES queue.
+#   With LOSS_PCT: htb at RATE with a netem child dropping LOSS_PCT% per
+#   packet (sized to BUF_BYTES); call hop_per_packet so the skbs are packets.
+shape_bottleneck()
+{
+	local rate=$1 buf=$2 loss=$3
+	local burst pkts
+
+	# 2 ms worth of tokens, at least 10 full frames.
+	burst=$(awk -v r="$rate" 'BEGIN { b = r * 1e6 / 8 * 0.002; if (b < 15140) b = 15140; printf "%d", b }')
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
+	if [[ -z $loss ]]; then
+		tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: \
+			tbf rate "${rate}mbit" burst "$burst" limit "$buf"
+	else
+		pkts=$(( buf / 1514 > 10 ? buf / 1514 : 10 ))
+		tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: htb default 1 &&
+		tc -n "$RTR" class add dev "$RTR_IF_R" parent 1: classid 1:1 \
+			htb rate "${rate}mbit" ceil "${rate}mbit" burst "$burst" cburst "$burst" &&
+		tc -n "$RTR" qdisc add dev "$RTR_IF_R" parent 1:1 handle 10: \
+			netem loss "${loss}%" limit "$pkts"
+	fi
+}
+
+# shape_loss LOSS_PCT: no rate limit, per-packet random loss on the router's
+# egress toward the receiver.
+shape_loss()
+{
+	local loss=$1
+
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root netem loss "${loss}%" limit 10000
+}
+
+# shape_delay RTT_MS [BDP_BYTES]: netem delay on the receiver's egress (the
+# ACK path) so the sender's own qdisc never orphans data skbs.  The limit is
+# set well above the number of packets in flight.
+shape_delay()
+{
+	local ms=$1 bdp=${2:-0}
+	local limit
+
+	limit=$(( bdp / 500 > 10000 ? bdp / 500 : 10000 ))
+	tc -n "$RCV" qdisc del dev "$RCV_IF" root 2>/dev/null
+	tc -n "$RCV" qdisc add dev "$RCV_IF" root netem delay "${ms}ms" limit "$limit"
+}
+
+shape_clear()
+{
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
+	tc -n "$RCV" qdisc del dev "$RCV_IF" root 2>/dev/null
+	return 0
+}
+
+# hop_per_packet: make the router hop carry one packet per skb, so that a
+# loss qdisc on the router drops single packets, not GSO/GRO aggregates:
+# software segmentation on the sender's NIC (tso/gso off: veth honours it,
+# the QEMU NICs have no offloads anyway) and no GRO on the router's ingress.
+hop_per_packet()
+{
+	ip netns exec "$SND" ethtool -K "$SND_IF" tso off gso off &>/dev/null
+	ip netns exec "$RTR" ethtool -K "$RTR_IF_S" gro off &>/dev/null
+	ip netns exec "$RTR" ethtool -K "$RTR_IF_R" tso off gso off &>/dev/null
+	ip netns exec "$RCV" ethtool -K "$RCV_IF" gro off &>/dev/null
+	return 0
+}
+
+# set_gso_max_segs N: the sender NIC's gso_max_segs (read by sockets at
+# connect time).  Also turns TSO off where the NIC lets us.
+set_gso_max_segs()
+{
+	local n=$1
+
+	ip netns exec "$SND" ethtool -K "$SND_IF" tso off &>/dev/null
+	ip -n "$SND" link set dev "$SND_IF" gso_max_segs "$n"
+}
+
+get_gso_max_segs()
+{
+	ip -n "$SND" -d link show dev "$SND_IF" |
+		awk '{ for (i = 1; i < NF; i++) if ($i == "gso_max_segs") print $(i + 1) }'
+}
+
+##############################################################################
+# iperf3
+
+iperf3_server_start()
+{
+	local i
+
+	ip netns exec "$RCV" iperf3 -s -p "$IPERF_PORT" >"$TMPD/iperf3-server.log" 2>&1 &
+	bg_track $!
+	for ((i = 0; i < 50; i++)); do
+		[[ -n $(ip netns exec "$RCV" ss -ltnH "sport = :$IPERF_PORT") ]] && return 0
+		sleep 0.1
+	done
+	echo "# iperf3 server did not start"
+	return 1
+}
+
+# flow_run ID CC SECS [iperf3 client args...]
+#   One iperf3 flow snd -> rcv with congestion control CC (sent as -C CC;
+#   CC "-" leaves the default).  Results in $TMPD/ID.json.  Optional:
+#   FLOW_V6=1      use IPv6
+#   FLOW_SS=SEC    sample `ss -ti` of the data socket every SEC s -> ID.ss
+#   FLOW_PING=1    ping snd -> rcv every 0.1 s from 2 s to the end -> ID.ping
+#   FLOW_BEFORE / FLOW_AFTER: commands run before/after (eval'd)
+#   Sets FLOW_CPORT (the data stream's client port).
+flow_run()
+{
+	local id=$1 cc=$2 secs=$3; shift 3
+	local pre=$TMPD/$id dst=$RCV_IP4 rc spid= ppid= pdur
+	local -a ccarg=()
+
+	[[ ${FLOW_V6:-0} -eq 1 ]] && dst=$RCV_IP6
+	[[ $cc != - ]] && ccarg=(-C "$cc")
+	CPORT=$((CPORT + 1))
+	FLOW_CPORT=$CPORT
+	rm -f "$pre".*
+
+	if [[ -n ${FLOW_SS:-} ]]; then
+		ss_sampler_start "$SND" "$FLOW_CPORT" "$pre.ss" "$FLOW_SS"
+		spid=$SS_SAMPLER_PID
+	fi
+	if [[ ${FLOW_PING:-0} -eq 1 ]]; then
+		pdur=$((secs - 3))
+		((pdur < 1)) && pdur=1
+		(sleep 2; exec ip netns exec "$SND" ping -n -i 0.1 -w "$pdur" "$dst") \
+			>"$pre.ping" 2>&1 &
+		ppid=$!
+		bg_track $ppid
+	fi
+	ip netns exec "$SND" timeout $((secs + 60)) iperf3 -c "$dst" -p "$IPERF_PORT" \
+		--cport "$FLOW_CPORT" -t "$secs" "${ccarg[@]}" -J "$@" \
+		>"$pre.json" 2>"$pre.err"
+	rc=$?
+	[[ -n $ppid ]] && wait "$ppid" 2>/dev/null
+	[[ -n $spid ]] && bg_kill "$spid"
+	if [[ $rc -ne 0 ]]; then
+		echo "# iperf3 ($id, $cc) exit $rc: $(jq -r '.error // empty' "$pre.json" 2>/dev/null) $(head -c 300 "$pre.err")"
+	fi
+	return $rc
+}
+
+iperf3_goodput()	# Mbit/s received
+{
+	jq -r '(.end.sum_received.bits_per_second // 0) / 1e6 | . * 100 | round / 100' "$1" 2>/dev/null || echo 0
+}
+
+iperf3_retrans()
+{
+	jq -r '.end.sum_sent.retransmits // 0' "$1" 2>/dev/null || echo 0
+}
+
+iperf3_max_cwnd()	# segments
+{
+	jq -r --argjson mss "$MSS" '(.end.streams[0].sender.max_snd_cwnd // 0) / $mss | round' "$1" 2>/dev/null || echo 0
+}
+
+iperf3_mean_cwnd()	# segments, mean of the per-interval samples
+{
+	jq -r --argjson mss "$MSS" '[.intervals[].streams[0].snd_cwnd] | if length > 0 then add / length / $mss | round else 0 end' "$1" 2>/dev/null || echo 0
+}
+
+iperf3_mean_rtt()	# ms, iperf3's smoothed RTT mean
+{
+	jq -r '(.end.streams[0].sender.mean_rtt // 0) / 1000' "$1" 2>/dev/null || echo 0
+}
+
+iperf3_cc()
+{
+	jq -r '.end.sender_tcp_congestion // empty' "$1" 2>/dev/null
+}
+
+##############################################################################
+# ping
+
+# ping_median FILE: median RTT in ms of the replies in a ping log.
+ping_median()
+{
+	sed -n 's/.* time=\([0-9.]*\) ms.*/\1/p' "$1" | median
+}
+
+ping_count()
+{
+	grep -c ' time=' "$1"
+}
+
+##############################################################################
+# ss -ti
+
+# ss_sampler_start NS SPORT FILE INTERVAL: sample `ss -tin` of the socket with
+# local port SPORT every INTERVAL s.  Sets SS_SAMPLER_PID.
+ss_sampler_start()
+{
+	local ns=$1 sport=$2 file=$3 int=$4
+
+	ip netns exec "$ns" bash -c '
+		while :; do
+			echo "@ $EPOCHREALTIME"
+			ss -tinH state established "( sport = :'"$sport"' )"
+			sleep '"$int"'
+		done' >"$file" 2>/dev/null &
+	SS_SAMPLER_PID=$!
+	bg_track $SS_SAMPLER_PID
+}
+
+# ss_flow NS SPORT: one sample, same format as ss_parse prints.
+ss_flow()
+{
+	local ns=$1 sport=$2
+
+	{ echo "@ $EPOCHREALTIME"
+	  ip netns exec "$ns" ss -tinH state established "( sport = :$sport )"; } | ss_parse
+}
+
+# ss_parse: turn sampler output (stdin or FILE) into one line per sample:
+#   t=<s> cc=<name> cwnd=<segs> mss=<bytes> rtt=<ms> pacing_rate=<bit/s>
+#   delivery_rate=<bit/s> bw=<bit/s> mrtt=<ms> pacing_gain=<x> cwnd_gain=<x>
+#   bytes_acked=<n> retrans=<n>
+# Fields ss did not print are left out.  Rates are converted from ss's
+# "%.1f[KMG]bps" to bit/s.
+ss_parse()
+{
+	awk '
+	function rate(s,   v, u) {
+		if (!match(s, /^[0-9.]+[KMG]?bps/)) return -1
+		s = substr(s, 1, RLENGTH - 3)
+		u = substr(s, length(s), 1)
+		if (u == "G") return substr(s, 1, length(s) - 1) * 1e9
+		if (u == "M") return substr(s, 1, length(s) - 1) * 1e6
+		if (u == "K") return substr(s, 1, length(s) - 1) * 1e3
+		return s + 0
+	}
+	function flush(   k, out) {
+		if (have) {
+			out = "t=" t
+			for (k in f) out = out " " k "=" f[k]
+			print out
+		}
+		delete f; have = 0
+	}
+	/^@ / { flush(); t = $2; next }
+	{
+		for (i = 1; i <= NF; i++) {
+			tok = $i
+			if (tok ~ /^(reno|cubic|bbr|bbrx|bbr2|bbr3|dctcp|vegas|htcp|westwood|[a-z][a-z0-9_]*)$/ &&
+			    !("cc" in f) && tok !~ /^(ts|sack|ecn|ecnseen|fastopen|cong|app_limited|send|pacing_rate|delivery_rate|lastsnd|lastrcv|lastack|busy|rwnd_limited|sndbuf_limited|unacked|retrans|lost|sacked|reordering|notsent|minrtt|rcv_rtt|rcv_space|rcv_ssthresh|ssthresh)$/) {
+				f["cc"] = tok
+			} else if (tok ~ /^cwnd:/) {
+				f["cwnd"] = substr(tok, 6); have = 1
+			} else if (tok ~ /^mss:/) {
+				f["mss"] = substr(tok, 5)
+			} else if (tok ~ /^rtt:/) {
+				split(substr(tok, 5), a, "/"); f["rtt"] = a[1]
+			} else if (tok ~ /^bytes_acked:/) {
+				f["bytes_acked"] = substr(tok, 13)
+			} else if (tok ~ /^retrans:/) {
+				split(substr(tok, 9), a, "/"); f["retrans"] = a[2]
+			} else if (tok == "pacing_rate") {
+				f["pacing_rate"] = rate($(i + 1)); i++
+			} else if (tok == "delivery_rate") {
+				f["delivery_rate"] = rate($(i + 1)); i++
+			} else if (tok ~ /^bbr:\(/) {
+				s = tok; sub(/^bbr:\(/, "", s); sub(/\)$/, "", s)
+				n = split(s, kv, ",")
+				for (j = 1; j <= n; j++) {
+					split(kv[j], p, ":")
+					if (p[1] == "bw") f["bw"] = rate(p[2])
+					else f[p[1]] = p[2]
+				}
+			}
+		}
+	}
+	END { flush() }' "$@"
+}
+
+# ss_field FIELD [AWK-CONDITION] < parsed samples: the values of FIELD in
+# the samples matching the condition (e.g. 'pacing_gain == 1.25').
+ss_field()
+{
+	local field=$1 cond=${2:-1}
+
+	awk -v fld="$field" '{
+		delete v
+		for (i = 1; i <= NF; i++) { split($i, p, "="); v[p[1]] = p[2] }
+	}
+	{ if (!(fld in v)) next }
+	'"$(ss_cond_awk "$cond")"' { print v[fld] }'
+}
+
+# Translate a condition on field names into awk on v[]: "pacing_gain == 1"
+# -> (v["pacing_gain"] == 1).
+ss_cond_awk()
+{
+	echo "($1)" | sed -E 's/([a-z_]+[a-z])([ ]*[=!<>])/v["\1"]+0\2/g'
+}
+
+##############################################################################
+# Helpers: the cc_setsockopt C helper
+
+require_helper()
+{
+	[[ -x $LIB_DIR/cc_setsockopt ]] ||
+		ksft_exit_skip "cc_setsockopt not built (run make -C selftests on the host)"
+}
+
+# sink_start [-6]: start a discard server on SINK_PORT in the receiver.
+sink_start()
+{
+	local i
+
+	ip netns exec "$RCV" "$LIB_DIR/cc_setsockopt" -l "$@" "$SINK_PORT" \
+		>"$TMPD/sink.log" 2>&1 &
+	bg_track $!
+	for ((i = 0; i < 50; i++)); do
+		[[ -n $(ip netns exec "$RCV" ss -ltnH "sport = :$SINK_PORT") ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+##############################################################################
+# dmesg
+
+DMESG_TAG="bbrx-selftest[$SFX]: $(basename "$0") start"
+DMESG_OK=0
+if echo "$DMESG_TAG" >/dev/kmsg 2>/dev/null; then
+	DMESG_OK=1
+else
+	DMESG_LINES=$(dmesg 2>/dev/null | wc -l)
+fi
+
+dmesg_since_start()
+{
+	if [[ $DMESG_OK -eq 1 ]]; then
+		dmesg | awk -v tag="$DMESG_TAG" 'on { print } index($0, tag) { on = 1 }'
+	else
+		dmesg 2>/dev/null | tail -n +"$((DMESG_LINES + 1))"
+	fi
+}
+
+# dmesg_check: fail if the kernel logged an oops, warning, bug, atomic sleep
+# or lockdep report since the script started.
+dmesg_check()
+{
+	local bad
+
+	RET=0
+	retmsg=
+	if ! dmesg >/dev/null 2>&1; then
+		log_test_skip "dmesg clean" "dmesg not readable"
+		return
+	fi
+	bad=$(dmesg_since_start |
+		grep -E 'Oops|WARNING:|BUG:|scheduling while atomic|lockdep|circular locking|KASAN|general protection fault|Call Trace:' |
+		head -n 20)
+	if [[ -n $bad ]]; then
+		check_err 1 "kernel log since start: $(echo "$bad" | head -n 1)"
+		echo "$bad" | sed 's/^/# dmesg: /'
+		dmesg_since_start | tail -n 60 | sed 's/^/# dmesg: /'
+	fi
+	log_test "dmesg clean (no Oops, WARNING, BUG, atomic sleep, lockdep)"
+}

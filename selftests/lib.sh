@@ -199,6 +199,13 @@ qdisc_available()
 	local kind=$1; shift
 	local ns=qchk-$SFX ok=1
 
+	if [[ $# -eq 0 ]]; then
+		case $kind in
+		tbf) set -- rate 1mbit burst 10k limit 10k ;;
+		htb) set -- default 1 ;;
+		netem) set -- delay 1ms ;;
+		esac
+	fi
 	modprobe -q "sch_$kind" 2>/dev/null
 	ip netns add "$ns" 2>/dev/null || return 1
 	tc -n "$ns" qdisc add dev lo root "$kind" "$@" >/dev/null 2>&1 && ok=0
@@ -578,6 +585,23 @@ require_topo()
 ##############################################################################
 # Shaping (see KERNEL-NOTES "Testbed pitfalls")
 
+# The reference path of the tests: 100 Mbit/s bottleneck, 20 ms RTT.
+PATH_RATE=100
+PATH_RTT=20
+PATH_BDP=$(bdp_bytes $PATH_RATE $PATH_RTT)
+PATH_GOODPUT_MAX=$(awk -v r=$PATH_RATE -v f="$GOODPUT_FRAC" 'BEGIN { printf "%.1f", r * f }')
+
+# path_bottleneck [BUF_BDP] [LOSS_PCT]: tbf PATH_RATE with a BUF_BDP x BDP
+# buffer (default 1) on the router, PATH_RTT of delay on the ACK path.
+path_bottleneck()
+{
+	local bufbdp=${1:-1} loss=$2 buf
+
+	buf=$(awk -v b="$PATH_BDP" -v m="$bufbdp" 'BEGIN { printf "%d", b * m }')
+	shape_bottleneck "$PATH_RATE" "$buf" $loss &&
+		shape_delay "$PATH_RTT" "$PATH_BDP"
+}
+
 # shape_bottleneck RATE_MBIT BUF_BYTES [LOSS_PCT]
 #   Router egress toward the receiver: tbf at RATE with a BUF_BYTES queue.
 #   With LOSS_PCT: htb at RATE with a netem child dropping LOSS_PCT% per
@@ -854,6 +878,19 @@ ss_parse()
 		}
 	}
 	END { flush() }' "$@"
+}
+
+# ss_samples FILE [SKIP_S]: parsed samples of a sampler file, without those
+# of the first SKIP_S seconds after the first sample that shows the socket.
+ss_samples()
+{
+	local file=$1 skip=${2:-0}
+
+	ss_parse "$file" | awk -v skip="$skip" '{
+		split($1, p, "="); t = p[2] + 0
+		if (!n++) t0 = t
+		if (t - t0 >= skip) print
+	}'
 }
 
 # ss_field FIELD [AWK-CONDITION] < parsed samples: the values of FIELD in

@@ -1,0 +1,112 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Bulk flow through the router's 100 Mbit/s tbf with a 1-BDP buffer, 20 ms
+# RTT: bbrx must match in-tree bbr (median goodput within 5%, same run,
+# alternating runs), reach 85% of the 95.6 Mbit/s goodput limit, and not
+# queue more (ping RTT under load at most bbr's + 20%).  cubic is measured
+# for the table only.
+
+ALL_TESTS="
+	goodput_vs_bbr
+	goodput_vs_limit
+	rtt_vs_bbr
+	bbrx_counters
+"
+source "$(dirname "$0")/lib.sh"
+
+SECS=${BBRX_BOTTLENECK_SECS:-10}
+CCS=${BBRX_BOTTLENECK_CCS:-"bbr bbrx cubic"}
+declare -A GP RTT RETR
+
+measure()
+{
+	local rep cc id gps rtts retrs
+
+	X0=$(bbrx_stat StartupExit "$SND")
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for cc in $CCS; do
+			id=$cc-$rep
+			FLOW_PING=1 flow_run "$id" "$cc" "$SECS"
+			[[ $? -ne 0 ]] && FLOW_FAILS+=" $id"
+			log_info "run $rep $cc: goodput $(iperf3_goodput "$TMPD/$id.json") Mbit/s," \
+				"retrans $(iperf3_retrans "$TMPD/$id.json")," \
+				"ping median $(ping_median "$TMPD/$id.ping") ms ($(ping_count "$TMPD/$id.ping") replies)"
+		done
+	done
+	X1=$(bbrx_stat StartupExit "$SND")
+
+	printf '# %-6s %14s %10s %12s %10s\n' cc "goodput Mbit/s" retrans "ping RTT ms" "max cwnd"
+	for cc in $CCS; do
+		gps=() rtts=() retrs=() cw=()
+		for ((rep = 1; rep <= REPS; rep++)); do
+			gps+=("$(iperf3_goodput "$TMPD/$cc-$rep.json")")
+			retrs+=("$(iperf3_retrans "$TMPD/$cc-$rep.json")")
+			rtts+=("$(ping_median "$TMPD/$cc-$rep.ping")")
+			cw+=("$(iperf3_max_cwnd "$TMPD/$cc-$rep.json")")
+		done
+		GP[$cc]=$(median "${gps[@]}")
+		RETR[$cc]=$(median "${retrs[@]}")
+		RTT[$cc]=$(median "${rtts[@]}")
+		printf '# %-6s %14s %10s %12s %10s   (runs: %s)\n' "$cc" "${GP[$cc]}" \
+			"${RETR[$cc]}" "${RTT[$cc]}" "$(median "${cw[@]}")" "${gps[*]}"
+	done
+	echo "# medians of $REPS alternating ${SECS}s runs; tbf ${PATH_RATE}mbit, 1-BDP" \
+		"($PATH_BDP B) buffer, ${PATH_RTT} ms RTT; goodput limit $PATH_GOODPUT_MAX Mbit/s"
+}
+
+goodput_vs_bbr()
+{
+	local lo
+
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	lo=$(calc "0.95 * ${GP[bbr]}")
+	fcmp "${GP[bbrx]}" '>=' "$lo"
+	check_err $? "bbrx median goodput ${GP[bbrx]} < 95% of bbr's ${GP[bbr]} Mbit/s"
+	fcmp "${GP[bbrx]}" '<=' "$(calc "1.05 * ${GP[bbr]}")"
+	check_err $? "bbrx median goodput ${GP[bbrx]} > 105% of bbr's ${GP[bbr]} Mbit/s"
+	log_test "bbrx goodput within 5% of in-tree bbr" "${GP[bbrx]} vs ${GP[bbr]} Mbit/s"
+}
+
+goodput_vs_limit()
+{
+	local lo
+
+	lo=$(calc "0.85 * $PATH_GOODPUT_MAX")
+	fcmp "${GP[bbrx]}" '>=' "$lo"
+	check_err $? "bbrx median goodput ${GP[bbrx]} < $lo Mbit/s (85% of $PATH_GOODPUT_MAX)"
+	log_test "bbrx goodput >= 85% of the limit" "${GP[bbrx]} >= $lo Mbit/s"
+}
+
+rtt_vs_bbr()
+{
+	local hi
+
+	[[ ${RTT[bbrx]} != nan && ${RTT[bbr]} != nan ]]
+	check_err $? "no ping replies under load (bbrx ${RTT[bbrx]}, bbr ${RTT[bbr]})"
+	hi=$(calc "1.2 * ${RTT[bbr]}")
+	fcmp "${RTT[bbrx]}" '<=' "$hi"
+	check_err $? "ping RTT under bbrx ${RTT[bbrx]} ms > bbr's ${RTT[bbr]} ms + 20%"
+	log_test "ping RTT under load <= bbr's + 20%" "${RTT[bbrx]} vs ${RTT[bbr]} ms"
+}
+
+bbrx_counters()
+{
+	((X1 - X0 >= REPS))
+	check_err $? "StartupExit went $X0 -> $X1 over $REPS bbrx flows"
+	log_info "sender netns: $(bbrx_stat_all "$SND")"
+	log_test "bbrx left STARTUP in every flow"
+}
+
+require_command iperf3 jq tc ss ping
+require_bbrx
+require_topo
+require_qdisc tbf netem
+iperf3_server_start || exit 1
+path_bottleneck 1 || { echo "# shaping failed"; exit 1; }
+
+measure
+tests_run
+tests_done
+exit $EXIT_STATUS

@@ -1,0 +1,234 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The seed scenario ("tcp_bbr: better deal with suboptimal GSO", upstream
+# 350c9f484bde): the sender's NIC has gso_max_segs 2.  If the burst goal
+# (tso_segs_goal) is capped by gso_max_segs (gso_cap=1, pre-fix), the cwnd
+# allowance tso_margin x goal collapses to 3 x 2 segments; with gso_cap=0
+# (the fix, default) the goal follows the pacing rate (about 1 ms of data).
+#
+# No bottleneck, ACK-aggregation allowance off (extra_acked_gain=0) so that
+# in PROBE_BW
+#	cwnd = even_up(ceil(cwnd_gain x bw x min_rtt) + tso_margin x goal)
+#	       (+ 2 in the 1.25 phase)
+#	goal = max(2, min(pacing_rate >> pacing_shift, 65279) / mss)
+#	       (min(goal, gso_max_segs) with gso_cap=1)
+# Every term can be read from one `ss -ti` sample (bw, mrtt, cwnd_gain,
+# pacing_gain, pacing_rate, mss, cwnd), so the test checks the cwnd of each
+# sample against that formula, and the gso_cap 0 / 1 difference of the
+# medians against tso_margin x the goal difference.
+
+ALL_TESTS="
+	gso_setup
+	gso_cwnd_ratio
+	gso_cwnd_formula
+	gso_cwnd_difference
+	gso_allowance_report
+"
+source "$(dirname "$0")/lib.sh"
+
+SECS=${BBRX_GSO_SECS:-6}
+SKIP=2			# seconds of each flow left out (STARTUP, DRAIN)
+GSO_SEGS=2
+# Tolerance of the cwnd formula, in segments: bdp computed from ss's bw
+# (bit/s, truncated from the kernel's fixed point) and mrtt (us) can be off
+# by one segment; rounding up to even adds one; a sample taken just after a
+# phase change or while cwnd still grows toward the target (cwnd += acked)
+# can lag by the +2 of the probe-up phase.  Medians absorb the rest.
+TOL=3
+declare -A CWND GP GOAL BDP RES N
+
+# arm_samples ID...: PROBE_BW samples (gain 1.25, 0.75 or 1) of the runs,
+# with the expected cwnd appended: goal=, bdp=, exp=, res= (cwnd - exp).
+arm_samples()
+{
+	local id margin shift cap
+
+	margin=$(bbrx_sysctl_get "$SND" tso_margin)
+	shift=$(bbrx_sysctl_get "$SND" pacing_shift)
+	for id in "$@"; do
+		cap=$(cat "$TMPD/$id.cap" 2>/dev/null || echo 0)
+		ss_samples "$TMPD/$id.ss" "$SKIP" | awk -v margin="$margin" \
+			-v shift="$shift" -v cap="$cap" -v gsosegs="$GSO_SEGS" '
+		{
+			delete v
+			for (i = 1; i <= NF; i++) { split($i, p, "="); v[p[1]] = p[2] }
+			if (!("pacing_gain" in v) || !("pacing_rate" in v) || !("bw" in v)) next
+			g = v["pacing_gain"] + 0
+			if (g != 1 && g != 1.25 && g != 0.75) next
+			mss = v["mss"]
+			bytes = int(v["pacing_rate"] / 8 / 2 ^ shift)
+			if (bytes > 65536 - 1 - 256) bytes = 65536 - 1 - 256
+			goal = int(bytes / mss)
+			if (goal < 2) goal = 2
+			if (cap && goal > gsosegs) goal = gsosegs
+			bdpf = v["bw"] / 8 / mss * v["mrtt"] / 1000 * v["cwnd_gain"]
+			bdp = int(bdpf)
+			if (bdpf - bdp > 1e-6) bdp++
+			exp = bdp + margin * goal
+			if (exp % 2) exp++
+			if (g == 1.25) exp += 2
+			print $0, "goal=" goal, "bdp=" bdp, "exp=" exp, "res=" v["cwnd"] - exp
+		}'
+	done
+}
+
+run_arm()
+{
+	local id=$1 cc=$2 cap=$3
+
+	FLOW_SS=0.1 flow_run "$id" "$cc" "$SECS" || FLOW_FAILS+=" $id"
+	echo "$cap" >"$TMPD/$id.cap"
+}
+
+measure()
+{
+	local rep cap ids
+
+	set_gso_max_segs "$GSO_SEGS"
+	GSO_NOW=$(get_gso_max_segs)
+	bbrx_sysctl_set "$SND" extra_acked_gain 0
+	EAG_SET=$?
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for cap in 0 1; do
+			bbrx_sysctl_set "$SND" gso_cap "$cap"
+			run_arm "cap$cap-$rep" bbrx "$cap"
+		done
+	done
+	# ACK-aggregation allowance on (default gain): report only.
+	bbrx_sysctl_set "$SND" extra_acked_gain 1000
+	for cap in 0 1; do
+		bbrx_sysctl_set "$SND" gso_cap "$cap"
+		run_arm "agg$cap" bbrx "$cap"
+	done
+	bbrx_sysctl_set "$SND" gso_cap 0
+	run_arm bbr bbr 0
+	run_arm cubic cubic 0
+
+	for cap in 0 1; do
+		ids=()
+		for ((rep = 1; rep <= REPS; rep++)); do
+			ids+=("cap$cap-$rep")
+		done
+		arm_samples "${ids[@]}" >"$TMPD/arm$cap.s"
+		N[$cap]=$(wc -l <"$TMPD/arm$cap.s")
+		CWND[$cap]=$(ss_field cwnd <"$TMPD/arm$cap.s" | median)
+		GOAL[$cap]=$(ss_field goal <"$TMPD/arm$cap.s" | median)
+		BDP[$cap]=$(ss_field bdp <"$TMPD/arm$cap.s" | median)
+		RES[$cap]=$(ss_field res <"$TMPD/arm$cap.s" | median)
+		GP[$cap]=$(for id in "${ids[@]}"; do iperf3_goodput "$TMPD/$id.json"; done | median)
+		arm_samples "agg$cap" >"$TMPD/agg$cap.s"
+		CWND[agg$cap]=$(ss_field cwnd <"$TMPD/agg$cap.s" | median)
+		GP[agg$cap]=$(iperf3_goodput "$TMPD/agg$cap.json")
+	done
+	for cc in bbr cubic; do
+		CWND[$cc]=$(ss_samples "$TMPD/$cc.ss" "$SKIP" | ss_field cwnd | median)
+		GP[$cc]=$(iperf3_goodput "$TMPD/$cc.json")
+	done
+
+	echo "# gso_max_segs $GSO_NOW on $SND_IF, no bottleneck, ${SECS}s flows," \
+		"PROBE_BW ss samples after ${SKIP}s"
+	printf '# %-28s %8s %8s %8s %8s %8s %7s %s\n' arm goodput cwnd goal bdp "cwnd-exp" samples runs
+	for cap in 0 1; do
+		printf '# %-28s %8s %8s %8s %8s %8s %7s %s\n' \
+			"bbrx gso_cap=$cap extra_acked=0" "${GP[$cap]}" "${CWND[$cap]}" \
+			"${GOAL[$cap]}" "${BDP[$cap]}" "${RES[$cap]}" "${N[$cap]}" \
+			"$(for ((rep = 1; rep <= REPS; rep++)); do printf '%s/' "$(iperf3_goodput "$TMPD/cap$cap-$rep.json")"; done)"
+	done
+	for cap in 0 1; do
+		printf '# %-28s %8s %8s\n' "bbrx gso_cap=$cap extra_acked=1000" \
+			"${GP[agg$cap]}" "${CWND[agg$cap]}"
+	done
+	for cc in bbr cubic; do
+		printf '# %-28s %8s %8s\n' "$cc (in-tree)" "${GP[$cc]}" "${CWND[$cc]}"
+	done
+	echo "# (goodput Mbit/s = median iperf3 sum_received; cwnd, goal, bdp in segments, medians)"
+}
+
+gso_setup()
+{
+	[[ $GSO_NOW == "$GSO_SEGS" ]]
+	check_err $? "gso_max_segs of $SND_IF is '$GSO_NOW', wanted $GSO_SEGS"
+	check_err "${EAG_SET:-1}" "could not set extra_acked_gain=0"
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	((N[0] >= 5 && N[1] >= 5))
+	check_err $? "too few PROBE_BW samples: ${N[0]} (gso_cap 0), ${N[1]} (gso_cap 1)"
+	log_test "gso_max_segs $GSO_SEGS sender, flows and ss samples for both arms"
+}
+
+gso_cwnd_ratio()
+{
+	local ratio
+
+	ratio=$(calc "${CWND[0]} / ${CWND[1]}")
+	fcmp "${CWND[0]}" '>=' "$(calc "1.3 * ${CWND[1]}")"
+	check_err $? "median cwnd ${CWND[0]} (gso_cap 0) < 1.3 x ${CWND[1]} (gso_cap 1)"
+	log_test "cwnd >= 1.3x higher with gso_cap=0 than gso_cap=1" \
+		"${CWND[0]} vs ${CWND[1]}, ratio $ratio"
+}
+
+# Each arm's cwnd follows the formula (median residual within TOL), and the
+# goal really is capped at gso_max_segs only with gso_cap=1.
+gso_cwnd_formula()
+{
+	local cap
+
+	for cap in 0 1; do
+		in_range "${RES[$cap]}" "-$TOL" "$TOL"
+		check_err $? "gso_cap=$cap: median cwnd - expected = ${RES[$cap]} (tolerance $TOL)"
+		if [[ ${BBRX_VERBOSE:-0} -eq 1 || $RET -ne 0 ]]; then
+			head -n 5 "$TMPD/arm$cap.s" | sed "s/^/# gso_cap=$cap sample: /"
+		fi
+	done
+	fcmp "${GOAL[1]}" '<=' "$GSO_SEGS"
+	check_err $? "gso_cap=1 goal ${GOAL[1]} > gso_max_segs $GSO_SEGS"
+	fcmp "${GOAL[0]}" '>' "$GSO_SEGS"
+	check_err $? "gso_cap=0 goal ${GOAL[0]} not above gso_max_segs (pacing rate too low?)"
+	log_test "PROBE_BW cwnd = even(cwnd_gain x BDP + tso_margin x goal) [+2]" \
+		"median residual ${RES[0]} / ${RES[1]}"
+}
+
+# The difference of the medians is tso_margin x the goal difference, once
+# the (small, but not equal) BDP terms are taken out.
+gso_cwnd_difference()
+{
+	local margin dc dg db want
+
+	margin=$(bbrx_sysctl_get "$SND" tso_margin)
+	dc=$(calc "${CWND[0]} - ${CWND[1]}")
+	dg=$(calc "${GOAL[0]} - ${GOAL[1]}")
+	db=$(calc "${BDP[0]} - ${BDP[1]}")
+	want=$(calc "$margin * $dg + $db")
+	log_info "cwnd difference $dc = tso_margin $margin x goal difference $dg" \
+		"+ bdp difference $db ? (expected $want)"
+	in_range "$dc" "$(calc "$want - 2 * $TOL")" "$(calc "$want + 2 * $TOL")"
+	check_err $? "cwnd difference $dc, expected $want +- $((2 * TOL))"
+	log_test "cwnd difference = tso_margin x goal difference (+ bdp difference)" \
+		"$dc vs $want"
+}
+
+gso_allowance_report()
+{
+	local ratio
+
+	ratio=$(calc "${CWND[agg0]} / ${CWND[agg1]}")
+	log_info "with extra_acked_gain=1000: cwnd ${CWND[agg0]} (gso_cap 0) vs" \
+		"${CWND[agg1]} (gso_cap 1), ratio $ratio; goodput ${GP[agg0]} vs ${GP[agg1]} Mbit/s"
+	log_info "goodput gso_cap 0 / 1: ${GP[0]} / ${GP[1]} Mbit/s; bbr ${GP[bbr]}, cubic ${GP[cubic]}"
+	[[ ${CWND[agg0]} != nan && ${CWND[agg1]} != nan ]]
+	check_err $? "no PROBE_BW samples with the allowance on"
+	log_test "ACK-aggregation allowance on: ratio reported" "cwnd ratio $ratio"
+}
+
+require_command iperf3 jq ss ip
+require_bbrx
+require_topo
+iperf3_server_start || exit 1
+
+measure
+tests_run
+bbrx_sysctl_set "$SND" extra_acked_gain 1000
+bbrx_sysctl_set "$SND" gso_cap 0
+tests_done
+exit $EXIT_STATUS

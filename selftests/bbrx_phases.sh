@@ -1,0 +1,225 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The BBR model's phases, seen through /proc/net/bbrx_stat and `ss -ti`, on
+# the 100 Mbit/s, 20 ms path:
+#  - STARTUP -> DRAIN -> PROBE_BW (counters; ss pacing_gain cycles through
+#    1.25 / 0.75 / 1 afterwards and never goes back to the STARTUP gain);
+#  - PROBE_RTT: none in a 5 s flow with the default 10 s min_rtt window,
+#    entered repeatedly in a 10 s flow with min_rtt_win_ms=2000;
+#  - an app-limited flow (iperf3 -b 20M) keeps bw near 20 Mbit/s and counts
+#    app-limited samples;
+#  - random per-packet loss on the router hop drives loss recovery, and the
+#    flow keeps a reasonable goodput.
+
+ALL_TESTS="
+	startup_drain_probebw
+	probe_rtt_default_window
+	probe_rtt_short_window
+	app_limited
+	loss_recovery
+"
+source "$(dirname "$0")/lib.sh"
+
+STARTUP_GAIN_MIN=2.5	# 2885 per mille; anything above 2.5 is STARTUP
+LOSS_PCT=${BBRX_LOSS_PCT:-1}
+
+# stat_snap FILE: save the sender netns counters.
+stat_snap()
+{
+	ip netns exec "$SND" cat /proc/net/bbrx_stat >"$1"
+}
+
+# stat_delta NAME BEFORE AFTER: counter difference between two snapshots.
+stat_delta()
+{
+	local name=$1 a b
+
+	a=$(awk -v n="$name" 'NR == 1 { for (i = 2; i <= NF; i++) if ($i == n) c = i }
+			      NR == 2 && c { print $c }' "$2")
+	b=$(awk -v n="$name" 'NR == 1 { for (i = 2; i <= NF; i++) if ($i == n) c = i }
+			      NR == 2 && c { print $c }' "$3")
+	echo $(( ${b:-0} - ${a:-0} ))
+}
+
+stat_deltas()
+{
+	local n out=
+
+	for n in SocketsInit StartupExit DrainExit ProbeRttEnter RecoveryEnter \
+		 LossEnter Undo AppLimited; do
+		out+="$n+$(stat_delta $n "$1" "$2") "
+	done
+	echo "$out"
+}
+
+startup_drain_probebw()
+{
+	local d_up d_drain d_rtt gains first_pb last_su n_up n_down n_one n su dr
+
+	stat_snap "$TMPD/s0"
+	FLOW_SS=0.05 flow_run pb bbrx 8
+	check_err $? "iperf3 flow failed"
+	stat_snap "$TMPD/s1"
+	log_info "counters: $(stat_deltas "$TMPD/s0" "$TMPD/s1")"
+	BULK_APPLIMITED=$(stat_delta AppLimited "$TMPD/s0" "$TMPD/s1")
+
+	d_up=$(stat_delta StartupExit "$TMPD/s0" "$TMPD/s1")
+	d_drain=$(stat_delta DrainExit "$TMPD/s0" "$TMPD/s1")
+	d_rtt=$(stat_delta ProbeRttEnter "$TMPD/s0" "$TMPD/s1")
+	((d_up == 1))
+	check_err $? "StartupExit +$d_up for one flow"
+	((d_drain == 1))
+	check_err $? "DrainExit +$d_drain for one flow"
+	((d_rtt == 0))
+	check_err $? "ProbeRttEnter +$d_rtt in an 8 s flow with the 10 s window"
+
+	ss_samples "$TMPD/pb.ss" >"$TMPD/pb.all"
+	n=$(wc -l <"$TMPD/pb.all")
+	# Sample index of the first PROBE_BW gain and of the last STARTUP gain.
+	first_pb=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^pacing_gain=(1|1\.25|0\.75)$/) { print NR; exit } }' "$TMPD/pb.all")
+	last_su=$(awk -v g=$STARTUP_GAIN_MIN '{ for (i = 1; i <= NF; i++) if ($i ~ /^pacing_gain=/) { split($i, p, "="); if (p[2] + 0 > g) l = NR } } END { print l + 0 }' "$TMPD/pb.all")
+	su=$(ss_field pacing_gain "pacing_gain > $STARTUP_GAIN_MIN" <"$TMPD/pb.all" | head -n 1)
+	dr=$(ss_field pacing_gain 'pacing_gain < 0.5' <"$TMPD/pb.all" | head -n 1)
+	ss_samples "$TMPD/pb.ss" 2 >"$TMPD/pb.late"
+	n_up=$(ss_field pacing_gain 'pacing_gain == 1.25' <"$TMPD/pb.late" | wc -l)
+	n_down=$(ss_field pacing_gain 'pacing_gain == 0.75' <"$TMPD/pb.late" | wc -l)
+	n_one=$(ss_field pacing_gain 'pacing_gain == 1' <"$TMPD/pb.late" | wc -l)
+	gains=$(ss_field pacing_gain <"$TMPD/pb.late" | sort -g | uniq -c | awk '{ printf "%s x%s, ", $2, $1 }')
+	log_info "$n ss samples; STARTUP gain seen: ${su:-no}, DRAIN gain seen: ${dr:-no};" \
+		"after 2 s: $gains"
+	log_info "cwnd_gain after 2 s: $(ss_field cwnd_gain <"$TMPD/pb.late" | sort -u | tr '\n' ' ')"
+
+	[[ -n $first_pb ]]
+	check_err $? "no PROBE_BW pacing_gain (1.25/0.75/1) in $n samples"
+	((last_su < ${first_pb:-0} || last_su == 0))
+	check_err $? "STARTUP gain seen (sample $last_su) after PROBE_BW (sample $first_pb)"
+	((n_up > 0 && n_down > 0 && n_one > n_up && n_one > n_down))
+	check_err $? "PROBE_BW gains after 2 s: 1.25 x$n_up, 0.75 x$n_down, 1 x$n_one"
+	log_test "STARTUP -> DRAIN -> PROBE_BW (counters, gain cycle in ss)"
+}
+
+probe_rtt_default_window()
+{
+	local d
+
+	stat_snap "$TMPD/r0"
+	FLOW_SS=0.1 flow_run rttdef bbrx 5
+	check_err $? "iperf3 flow failed"
+	stat_snap "$TMPD/r1"
+	d=$(stat_delta ProbeRttEnter "$TMPD/r0" "$TMPD/r1")
+	log_info "min_rtt_win_ms=$(bbrx_sysctl_get "$SND" min_rtt_win_ms), 5 s flow: $(stat_deltas "$TMPD/r0" "$TMPD/r1")"
+	((d == 0))
+	check_err $? "ProbeRttEnter +$d in a 5 s flow with a 10 s min_rtt window"
+	log_test "no PROBE_RTT within the default 10 s window" "ProbeRttEnter +$d"
+}
+
+probe_rtt_short_window()
+{
+	local d n4 cw
+
+	bbrx_sysctl_set "$SND" min_rtt_win_ms 2000
+	check_err $? "setting min_rtt_win_ms=2000 failed"
+	stat_snap "$TMPD/r2"
+	FLOW_SS=0.05 flow_run rttshort bbrx 10
+	check_err $? "iperf3 flow failed"
+	stat_snap "$TMPD/r3"
+	bbrx_sysctl_set "$SND" min_rtt_win_ms 10000
+	d=$(stat_delta ProbeRttEnter "$TMPD/r2" "$TMPD/r3")
+	ss_samples "$TMPD/rttshort.ss" 1 >"$TMPD/rttshort.s"
+	n4=$(ss_field cwnd 'cwnd <= 4' <"$TMPD/rttshort.s" | wc -l)
+	cw=$(ss_field cwnd <"$TMPD/rttshort.s" | median)
+	log_info "min_rtt_win_ms=2000, 10 s flow: $(stat_deltas "$TMPD/r2" "$TMPD/r3")"
+	log_info "ss: $n4 of $(wc -l <"$TMPD/rttshort.s") samples with cwnd <= 4 (PROBE_RTT), median cwnd $cw," \
+		"goodput $(iperf3_goodput "$TMPD/rttshort.json") Mbit/s"
+	((d >= 2))
+	check_err $? "ProbeRttEnter +$d in a 10 s flow with a 2 s window (expected about 4)"
+	((d <= 6))
+	check_err $? "ProbeRttEnter +$d in a 10 s flow with a 2 s window (expected about 4)"
+	log_test "PROBE_RTT every min_rtt_win_ms (2 s)" "ProbeRttEnter +$d in 10 s"
+}
+
+app_limited()
+{
+	local d gp bw bw_mbit
+
+	stat_snap "$TMPD/a0"
+	FLOW_SS=0.2 flow_run app bbrx 8 -b 20M
+	check_err $? "iperf3 flow failed"
+	stat_snap "$TMPD/a1"
+	d=$(stat_delta AppLimited "$TMPD/a0" "$TMPD/a1")
+	gp=$(iperf3_goodput "$TMPD/app.json")
+	ss_samples "$TMPD/app.ss" 3 >"$TMPD/app.s"
+	bw=$(ss_field bw <"$TMPD/app.s" | median)
+	bw_mbit=$(calc "$bw / 1e6")
+	log_info "iperf3 -b 20M: goodput $gp Mbit/s, median bw $bw_mbit Mbit/s after 3 s," \
+		"$(stat_deltas "$TMPD/a0" "$TMPD/a1") (bulk flow: AppLimited+${BULK_APPLIMITED:-?})"
+	in_range "$gp" 18 21
+	check_err $? "goodput $gp Mbit/s with iperf3 -b 20M"
+	in_range "$bw_mbit" 14 30
+	check_err $? "bw $bw_mbit Mbit/s for a 20 Mbit/s app-limited flow on a $PATH_RATE Mbit/s path"
+	((d > 0))
+	check_err $? "AppLimited +$d"
+	if [[ -n $BULK_APPLIMITED ]]; then
+		((d > BULK_APPLIMITED))
+		check_err $? "AppLimited +$d, not more than the bulk flow's +$BULK_APPLIMITED"
+	fi
+	log_test "app-limited flow does not inflate bw" "bw $bw_mbit Mbit/s, AppLimited +$d"
+}
+
+# netem drops of the router's loss qdisc, and packets it saw.
+netem_stats()
+{
+	tc -s -n "$RTR" qdisc show dev "$RTR_IF_R" | awk '
+		/^qdisc netem/ { on = 1; next }
+		/^qdisc/ { on = 0 }
+		on && /Sent/ { for (i = 1; i <= NF; i++) { if ($i == "pkt") p = $(i - 1); if ($i == "(dropped") d = $(i + 1) } sub(/,/, "", d); print d, p; exit }'
+}
+
+loss_recovery()
+{
+	local d_rec gp retr lo drops pkts rate
+
+	hop_per_packet
+	shape_bottleneck "$PATH_RATE" "$PATH_BDP" "$LOSS_PCT"
+	check_err $? "loss qdisc setup failed"
+	stat_snap "$TMPD/l0"
+	FLOW_SS=0.25 flow_run loss bbrx 8
+	check_err $? "iperf3 flow with ${LOSS_PCT}% loss did not complete"
+	stat_snap "$TMPD/l1"
+	read -r drops pkts < <(netem_stats)
+	d_rec=$(stat_delta RecoveryEnter "$TMPD/l0" "$TMPD/l1")
+	gp=$(iperf3_goodput "$TMPD/loss.json")
+	retr=$(iperf3_retrans "$TMPD/loss.json")
+	rate=$(calc "100 * ${drops:-0} / (${drops:-0} + ${pkts:-0} + 1)")
+	log_info "${LOSS_PCT}% loss: goodput $gp Mbit/s, retrans $retr, netem dropped ${drops:-?}" \
+		"of $(( ${drops:-0} + ${pkts:-0} )) packets (${rate}%), $(stat_deltas "$TMPD/l0" "$TMPD/l1")"
+	log_info "cwnd median $(ss_samples "$TMPD/loss.ss" 2 | ss_field cwnd | median)," \
+		"bw median $(ss_samples "$TMPD/loss.ss" 2 | ss_field bw | median)"
+
+	# Per packet: the drop ratio is near LOSS_PCT (an aggregate drop
+	# would lose many packets per drop and show a much lower ratio).
+	in_range "$rate" "$(calc "$LOSS_PCT / 3")" "$(calc "$LOSS_PCT * 3")"
+	check_err $? "netem dropped ${drops:-?} of $pkts packets (${rate}%), not per packet at ${LOSS_PCT}%"
+	((d_rec >= 1))
+	check_err $? "RecoveryEnter +$d_rec with ${LOSS_PCT}% loss"
+	((retr > 0))
+	check_err $? "no retransmits with ${LOSS_PCT}% loss"
+	lo=$(calc "0.6 * $PATH_GOODPUT_MAX")
+	fcmp "$gp" '>=' "$lo"
+	check_err $? "goodput $gp Mbit/s < $lo (60% of the limit) with ${LOSS_PCT}% loss"
+	log_test "per-packet loss drives recovery, flow keeps going" \
+		"RecoveryEnter +$d_rec, goodput $gp Mbit/s"
+	path_bottleneck 1
+}
+
+require_command iperf3 jq tc ss
+require_bbrx
+require_topo
+require_qdisc tbf netem htb
+iperf3_server_start || exit 1
+path_bottleneck 1 || { echo "# shaping failed"; exit 1; }
+
+tests_run
+tests_done
+exit $EXIT_STATUS

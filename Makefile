@@ -68,8 +68,11 @@ vm-build: deps
 	$(MAKE) KDIR=$(VM_KDIR) modules
 	$(MAKE) -C $(ROOT)/selftests
 
+# The demo runs next to the selftests' lib.sh in a staged copy.
 demo: vm-build
-	$(ROOT)/scripts/vm-run -- ./demo.sh
+	rm -rf $(CACHE)/demo && mkdir -p $(CACHE)/demo
+	cp -r $(ROOT)/selftests/. $(ROOT)/scripts/demo.sh $(CACHE)/demo/
+	$(ROOT)/scripts/vm-run --dir $(CACHE)/demo -- ./demo.sh
 
 check-version:
 	@test "$(VERSION)" = "$(DKMS_VERSION)" || \

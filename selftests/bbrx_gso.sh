@@ -65,10 +65,10 @@ arm_samples()
 			bdpf = v["bw"] / 8 / mss * v["mrtt"] / 1000 * v["cwnd_gain"]
 			bdp = int(bdpf)
 			if (bdpf - bdp > 1e-6) bdp++
-			exp = bdp + margin * goal
-			if (exp % 2) exp++
-			if (g == 1.25) exp += 2
-			print $0, "goal=" goal, "bdp=" bdp, "exp=" exp, "res=" v["cwnd"] - exp
+			want = bdp + margin * goal
+			if (want % 2) want++
+			if (g == 1.25) want += 2
+			print $0, "goal=" goal, "bdp=" bdp, "exp=" want, "res=" v["cwnd"] - want
 		}'
 	done
 }
@@ -133,7 +133,7 @@ measure()
 		printf '# %-28s %8s %8s %8s %8s %8s %7s %s\n' \
 			"bbrx gso_cap=$cap extra_acked=0" "${GP[$cap]}" "${CWND[$cap]}" \
 			"${GOAL[$cap]}" "${BDP[$cap]}" "${RES[$cap]}" "${N[$cap]}" \
-			"$(for ((rep = 1; rep <= REPS; rep++)); do printf '%s/' "$(iperf3_goodput "$TMPD/cap$cap-$rep.json")"; done)"
+			"$(for ((rep = 1; rep <= REPS; rep++)); do printf '%s ' "$(iperf3_goodput "$TMPD/cap$cap-$rep.json")"; done)"
 	done
 	for cap in 0 1; do
 		printf '# %-28s %8s %8s\n' "bbrx gso_cap=$cap extra_acked=1000" \

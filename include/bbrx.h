@@ -10,6 +10,8 @@
 #include <linux/percpu.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#include <net/mptcp.h>
+#include <net/sock.h>
 
 #include "uapi/bbrx.h"
 
@@ -26,6 +28,11 @@ enum bbrx_stat_item {
 	BBRX_STAT_LOSS_ENTER,		/* RTO loss state entered */
 	BBRX_STAT_UNDO,			/* spurious loss episode undone */
 	BBRX_STAT_APP_LIMITED,		/* app-limited bw samples */
+	BBRX_STAT_AUTOCORK_CORKED,	/* tcp_push corked by the policy */
+	BBRX_STAT_AUTOCORK_DECLINED,	/* 6.1 would cork, policy did not */
+	BBRX_STAT_TSQ_THROTTLED,	/* TSQ throttled the socket */
+	BBRX_STAT_TSQ_SINGLE_SKB,	/* sent: rtx queue held one skb */
+	BBRX_STAT_TSQ_WITHHELD,		/* single-skb shortcut refused */
 	BBRX_STAT_MAX
 };
 
@@ -50,6 +57,8 @@ struct bbrx_net {
 	int tso_margin;
 	int gso_cap;
 	int pacing_shift;
+	int autocork;		/* enum bbrx_policy, 3 = never cork */
+	int tsq;		/* enum bbrx_policy */
 
 	struct bbrx_mib __percpu *mib;
 	struct ctl_table_header *sysctl_hdr;
@@ -68,6 +77,59 @@ static inline void bbrx_stat_inc(struct bbrx_net *bn, enum bbrx_stat_item item)
 	this_cpu_inc(bn->mib->mibs[item]);
 }
 
+/* bbr.c */
+bool bbrx_sk_is_bbrx(const struct sock *sk);
+int bbrx_cc_register(void);
+void bbrx_cc_unregister(void);
+
+/* Hooks, in the order of the hook table (hook.c). */
+enum bbrx_hook_id {
+	BBRX_HOOK_AUTOCORK,
+	BBRX_HOOK_TSQ,
+	BBRX_HOOK_MAX
+};
+
+/* hook.c */
+int bbrx_hooks_install(void);
+void bbrx_hooks_remove(void);
+bool bbrx_hook_installed(enum bbrx_hook_id id);
+unsigned long bbrx_hook_resolve(const char *symbol);
+int bbrx_hooks_net_init(struct net *net);
+void bbrx_hooks_net_exit(struct net *net);
+bool bbrx_hook_fault(enum bbrx_hook_id id);
+int bbrx_hook_match(unsigned long addr, size_t off, const u8 *pat, size_t len,
+		    bool fault, char *reason, size_t rlen);
+
+/**
+ * bbrx_sk_in_scope() - does a hook act on this socket at all?
+ * @sk: a TCP socket
+ * @bn: its netns settings
+ *
+ * MPTCP subflows are left alone: the MPTCP layer drives their sends.
+ *
+ * Return: true for bbrx sockets, or every TCP socket with scope 1.
+ */
+static inline bool bbrx_sk_in_scope(const struct sock *sk,
+				    const struct bbrx_net *bn)
+{
+	if (sk_is_mptcp(sk))
+		return false;
+	return READ_ONCE(bn->scope) == BBRX_SCOPE_ALL || bbrx_sk_is_bbrx(sk);
+}
+
+/* autocork.c */
+bool bbrx_autocork_wants(struct sock *sk);
+void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
+			    int nonagle, int size_goal);
+int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len);
+int bbrx_autocork_prepare(void);
+
+/* tsq.c */
+bool bbrx_tsq_wants(struct sock *sk);
+bool bbrx_tsq_small_queue_check(struct sock *sk, unsigned int truesize,
+				unsigned int factor);
+int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len);
+
 /* sysctl.c */
 void bbrx_sysctl_defaults(struct bbrx_net *bn);
 int bbrx_sysctl_net_init(struct net *net, struct bbrx_net *bn);
@@ -76,9 +138,5 @@ void bbrx_sysctl_net_exit(struct bbrx_net *bn);
 /* stats.c */
 int bbrx_stats_net_init(struct net *net, struct bbrx_net *bn);
 void bbrx_stats_net_exit(struct net *net, struct bbrx_net *bn);
-
-/* bbr.c */
-int bbrx_cc_register(void);
-void bbrx_cc_unregister(void);
 
 #endif /* _BBRX_H */

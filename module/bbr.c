@@ -784,3 +784,14 @@ void bbrx_cc_unregister(void)
 {
 	tcp_unregister_congestion_control(&bbrx_cong_ops);
 }
+
+/**
+ * bbrx_sk_is_bbrx() - is bbrx the socket's congestion control?
+ * @sk: a TCP socket (its lock held, or in the socket's own softirq path)
+ *
+ * Return: true if icsk_ca_ops is bbrx's.
+ */
+bool bbrx_sk_is_bbrx(const struct sock *sk)
+{
+	return READ_ONCE(inet_csk(sk)->icsk_ca_ops) == &bbrx_cong_ops;
+}

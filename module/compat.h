@@ -9,6 +9,9 @@
 #ifndef _BBRX_COMPAT_H
 #define _BBRX_COMPAT_H
 
+#include <linux/ftrace.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
 #include <net/net_namespace.h>
 #include <net/tcp.h>
 
@@ -43,6 +46,47 @@ bbrx_register_net_sysctl(struct net *net, const char *path,
 	return register_net_sysctl_sz(net, path, table, count);
 #else
 	return register_net_sysctl(net, path, table);
+#endif
+}
+
+/*
+ * 6.11 made ctl_table handlers take a const table (upstream 78eb4ea25cd5).
+ */
+#ifdef BBRX_HAVE_CONST_CTL_TABLE
+#define BBRX_CTL_TABLE const struct ctl_table
+#else
+#define BBRX_CTL_TABLE struct ctl_table
+#endif
+
+/*
+ * The hooks redirect x86-64 functions whose arguments they read from the
+ * ftrace registers (SysV ABI: first argument in rdi).
+ */
+#ifndef CONFIG_X86_64
+#error "bbrx hooks support x86-64 only"
+#endif
+
+static __always_inline unsigned long bbrx_fregs_arg0(struct ftrace_regs *fregs)
+{
+	return ftrace_get_regs(fregs)->di;
+}
+
+/*
+ * With IBT (CONFIG_X86_KERNEL_IBT, not in Debian 6.1) an indirect call must
+ * land on ENDBR64, and objtool seals functions never called indirectly; a
+ * pointer to such a function must not be called.
+ */
+static inline bool bbrx_indirect_call_ok(unsigned long addr)
+{
+#ifdef CONFIG_X86_KERNEL_IBT
+	static const u8 endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	u8 insn[4];
+
+	if (copy_from_kernel_nofault(insn, (void *)addr, sizeof(insn)))
+		return false;
+	return !memcmp(insn, endbr64, sizeof(insn));
+#else
+	return true;
 #endif
 }
 

@@ -4,8 +4,10 @@
  *
  * Order matters: per-netns settings and counters exist before the congestion
  * control can be chosen by any socket, and the congestion control is gone
- * (and its RCU readers finished) before they are freed. Sockets and netns
- * defaults using bbrx hold a module reference, so unload cannot race them.
+ * (and its RCU readers finished) before they are freed. Hooks are installed
+ * after the settings they read and removed (with a tasks-RCU wait) before
+ * them. Sockets and netns defaults using bbrx hold a module reference, so
+ * unload cannot race them; other sockets reach bbrx only through the hooks.
  */
 #include <linux/module.h>
 #include <net/net_namespace.h>
@@ -26,9 +28,19 @@ static int __net_init bbrx_net_init(struct net *net)
 	if (err)
 		return err;
 
+	err = bbrx_hooks_net_init(net);
+	if (err)
+		goto err_stats;
+
 	err = bbrx_sysctl_net_init(net, bn);
 	if (err)
-		bbrx_stats_net_exit(net, bn);
+		goto err_hooks;
+	return 0;
+
+err_hooks:
+	bbrx_hooks_net_exit(net);
+err_stats:
+	bbrx_stats_net_exit(net, bn);
 	return err;
 }
 
@@ -37,6 +49,7 @@ static void __net_exit bbrx_net_exit(struct net *net)
 	struct bbrx_net *bn = bbrx_pernet(net);
 
 	bbrx_sysctl_net_exit(bn);
+	bbrx_hooks_net_exit(net);
 	bbrx_stats_net_exit(net, bn);
 }
 
@@ -55,18 +68,28 @@ static int __init bbrx_module_init(void)
 	if (err)
 		return err;
 
+	/* Hooks act only where a netns policy asks; all start at 0. */
+	err = bbrx_hooks_install();
+	if (err)
+		goto err_pernet;
+
 	err = bbrx_cc_register();
-	if (err) {
-		unregister_pernet_subsys(&bbrx_net_ops);
-		return err;
-	}
+	if (err)
+		goto err_hooks;
 	pr_info("bbrx: congestion control \"%s\" registered\n", BBRX_CA_NAME);
 	return 0;
+
+err_hooks:
+	bbrx_hooks_remove();
+err_pernet:
+	unregister_pernet_subsys(&bbrx_net_ops);
+	return err;
 }
 
 static void __exit bbrx_module_exit(void)
 {
 	bbrx_cc_unregister();
+	bbrx_hooks_remove();
 	unregister_pernet_subsys(&bbrx_net_ops);
 	pr_info("bbrx: unloaded\n");
 }

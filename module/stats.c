@@ -23,6 +23,11 @@ static const char * const bbrx_stat_names[BBRX_STAT_MAX] = {
 	[BBRX_STAT_LOSS_ENTER]		= "LossEnter",
 	[BBRX_STAT_UNDO]		= "Undo",
 	[BBRX_STAT_APP_LIMITED]		= "AppLimited",
+	[BBRX_STAT_AUTOCORK_CORKED]	= "AutocorkCorked",
+	[BBRX_STAT_AUTOCORK_DECLINED]	= "AutocorkDeclined",
+	[BBRX_STAT_TSQ_THROTTLED]	= "TsqThrottled",
+	[BBRX_STAT_TSQ_SINGLE_SKB]	= "TsqSingleSkb",
+	[BBRX_STAT_TSQ_WITHHELD]	= "TsqWithheld",
 };
 
 static int bbrx_stat_show(struct seq_file *seq, void *v)

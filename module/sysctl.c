@@ -23,12 +23,20 @@ struct bbrx_param {
 	int def;
 	int min;		/* extra1/extra2 of proc_dointvec_minmax */
 	int max;
+	int hook;		/* hook a non-zero value needs, or -1 */
 };
 
 #define BBRX_PARAM(field, d, lo, hi) {				\
 	.name = #field,						\
 	.offset = offsetof(struct bbrx_net, field),		\
-	.def = d, .min = lo, .max = hi,				\
+	.def = d, .min = lo, .max = hi, .hook = -1,		\
+}
+
+#define BBRX_POLICY(field, lo, hi, h) {				\
+	.name = #field,						\
+	.offset = offsetof(struct bbrx_net, field),		\
+	.def = BBRX_POLICY_KERNEL, .min = lo, .max = hi,	\
+	.hook = h,						\
 }
 
 /*
@@ -61,11 +69,44 @@ static struct bbrx_param bbrx_params[] = {
 	BBRX_PARAM(gso_cap, 0, 0, 1),
 	/* sk_pacing_shift of bbrx sockets: goal = pacing_rate >> shift bytes */
 	BBRX_PARAM(pacing_shift, 10, 4, 16),
+	/* 0 kernel, 1 post-114f39feab36, 2 pre (4.15 regression), 3 never */
+	BBRX_POLICY(autocork, 0, 3, BBRX_HOOK_AUTOCORK),
+	/* 0 kernel, 1 single-skb shortcut (Oct 2023), 2 without it */
+	BBRX_POLICY(tsq, 0, 2, BBRX_HOOK_TSQ),
 };
 
 static int *bbrx_param_ptr(struct bbrx_net *bn, const struct bbrx_param *p)
 {
 	return (int *)((char *)bn + p->offset);
+}
+
+/*
+ * Policy knobs: range-checked like the others (-EINVAL), then a non-zero
+ * value needs its hook installed (-EOPNOTSUPP, value unchanged).
+ */
+static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
+			    size_t *lenp, loff_t *ppos)
+{
+	struct bbrx_param *p = table->extra1;
+	int val = READ_ONCE(*(int *)table->data);
+	struct ctl_table tmp = {
+		.data = &val,
+		.maxlen = sizeof(int),
+		.extra1 = &p->min,
+		.extra2 = &p->max,
+	};
+	int err;
+
+	err = proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos);
+	if (err || !write)
+		return err;
+	if (val != BBRX_POLICY_KERNEL && !bbrx_hook_installed(p->hook)) {
+		pr_warn_ratelimited("bbrx: net.ipv4.bbrx.%s=%d needs hook %s, which is not installed (see /proc/net/bbrx_hooks)\n",
+				    p->name, val, p->name);
+		return -EOPNOTSUPP;
+	}
+	WRITE_ONCE(*(int *)table->data, val);
+	return 0;
 }
 
 /**
@@ -105,9 +146,14 @@ int bbrx_sysctl_net_init(struct net *net, struct bbrx_net *bn)
 		table[i].data = bbrx_param_ptr(bn, p);
 		table[i].maxlen = sizeof(int);
 		table[i].mode = 0644;
-		table[i].proc_handler = proc_dointvec_minmax;
-		table[i].extra1 = &p->min;
-		table[i].extra2 = &p->max;
+		if (p->hook < 0) {
+			table[i].proc_handler = proc_dointvec_minmax;
+			table[i].extra1 = &p->min;
+			table[i].extra2 = &p->max;
+		} else {
+			table[i].proc_handler = bbrx_proc_policy;
+			table[i].extra1 = p;
+		}
 	}
 
 	bn->sysctl_hdr = bbrx_register_net_sysctl(net, "net/ipv4/bbrx",

@@ -19,6 +19,7 @@ enum bbrx_policy {
 	BBRX_POLICY_KERNEL = 0,	/* bbrx does not act */
 	BBRX_POLICY_POST = 1,	/* behaviour after the upstream change */
 	BBRX_POLICY_PRE = 2,	/* behaviour before the upstream change */
+	BBRX_AUTOCORK_NEVER = 3,	/* autocork only: never cork */
 };
 
 /* net.ipv4.bbrx.scope */

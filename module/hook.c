@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bbrx hook framework: hooks declared as data, verified, then installed.
+ *
+ * Each hook is one row of bbrx_hooks[]: the kernel function it redirects (by
+ * exact symbol name), a verifier that checks the shape the replacement
+ * depends on (calling convention, instruction bytes, struct offsets), the
+ * replacement, and a fast "wants" test on the socket argument. At load every
+ * hook is resolved, verified and installed as an ftrace IPMODIFY redirect
+ * (the mechanism livepatch uses), or refused with one dmesg line; a refused
+ * hook never stops the module or the congestion control.
+ *
+ * The redirect thunk runs at the target's fentry: for sockets out of scope or
+ * with the policy at 0 it returns at once and the kernel's own function runs;
+ * otherwise execution continues in our replacement, which is written from
+ * what the function must do, not copied.
+ *
+ * Removal: unregister_ftrace_function() stops new entries, then
+ * synchronize_rcu_tasks() waits until no task can still be running the thunk
+ * or a replacement, before the module text goes away.
+ */
+#include <linux/ftrace.h>
+#include <linux/kprobes.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/proc_fs.h>
+#include <linux/rcupdate.h>
+#include <linux/seq_file.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "bbrx.h"
+#include "compat.h"
+
+enum bbrx_hook_state {
+	BBRX_HOOK_NEW,
+	BBRX_HOOK_INSTALLED,
+	BBRX_HOOK_REFUSED,
+	BBRX_HOOK_DISABLED,
+};
+
+struct bbrx_hook {
+	const char *name;	/* policy sysctl and module parameter name */
+	const char *symbol;	/* exact kallsyms name of the target */
+	int (*verify)(unsigned long addr, char *reason, size_t len);
+	bool (*wants)(struct sock *sk);
+	void *redirect;		/* replacement with the target's ABI */
+
+	enum bbrx_hook_state state;
+	unsigned long addr;
+	struct ftrace_ops fops;
+	char reason[96];
+};
+
+static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
+	[BBRX_HOOK_AUTOCORK] = {
+		.name = "autocork",
+		.symbol = "tcp_push",
+		.verify = bbrx_autocork_verify,
+		.wants = bbrx_autocork_wants,
+		.redirect = bbrx_autocork_tcp_push,
+	},
+	[BBRX_HOOK_TSQ] = {
+		.name = "tsq",
+		.symbol = "tcp_small_queue_check.isra.0",
+		.verify = bbrx_tsq_verify,
+		.wants = bbrx_tsq_wants,
+		.redirect = bbrx_tsq_small_queue_check,
+	},
+};
+
+static const char * const bbrx_hook_state_names[] = {
+	[BBRX_HOOK_NEW] = "not-installed",
+	[BBRX_HOOK_INSTALLED] = "installed",
+	[BBRX_HOOK_REFUSED] = "refused",
+	[BBRX_HOOK_DISABLED] = "disabled",
+};
+
+/*
+ * Module parameters naming hooks: "disable" skips hooks at load, "fault_verify"
+ * makes their verifier expect a wrong pattern (for the refusal test). Both
+ * take a comma-separated list of hook names; an unknown name fails the load
+ * with -EINVAL.
+ */
+static unsigned long bbrx_disable_mask;
+static unsigned long bbrx_fault_mask;
+
+static int bbrx_hook_mask_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned long *mask = kp->arg, m = 0;
+	char *buf, *cur, *tok;
+	int i, err = 0;
+
+	buf = kstrdup(val, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	cur = strim(buf);
+	while ((tok = strsep(&cur, ",")) != NULL) {
+		tok = strim(tok);
+		if (!*tok)
+			continue;
+		for (i = 0; i < BBRX_HOOK_MAX; i++)
+			if (!strcmp(tok, bbrx_hooks[i].name))
+				break;
+		if (i == BBRX_HOOK_MAX) {
+			pr_err("bbrx: %s: unknown hook \"%s\" (known: autocork, tsq)\n",
+			       kp->name, tok);
+			err = -EINVAL;
+			break;
+		}
+		m |= BIT(i);
+	}
+	kfree(buf);
+	if (!err)
+		*mask = m;
+	return err;
+}
+
+static int bbrx_hook_mask_get(char *buf, const struct kernel_param *kp)
+{
+	unsigned long mask = *(unsigned long *)kp->arg;
+	int i, n = 0;
+
+	for (i = 0; i < BBRX_HOOK_MAX; i++)
+		if (mask & BIT(i))
+			n += sysfs_emit_at(buf, n, "%s%s", n ? "," : "",
+					   bbrx_hooks[i].name);
+	n += sysfs_emit_at(buf, n, "\n");
+	return n;
+}
+
+static const struct kernel_param_ops bbrx_hook_mask_ops = {
+	.set = bbrx_hook_mask_set,
+	.get = bbrx_hook_mask_get,
+};
+
+module_param_cb(disable, &bbrx_hook_mask_ops, &bbrx_disable_mask, 0444);
+MODULE_PARM_DESC(disable, "Hooks not to install, comma-separated: autocork,tsq");
+module_param_cb(fault_verify, &bbrx_hook_mask_ops, &bbrx_fault_mask, 0444);
+MODULE_PARM_DESC(fault_verify,
+		 "Test only: hooks whose verifier expects a wrong pattern and refuses");
+
+/**
+ * bbrx_hook_fault() - should this hook's verifier expect a wrong pattern?
+ * @id: the hook
+ *
+ * Return: true if named in the fault_verify module parameter.
+ */
+bool bbrx_hook_fault(enum bbrx_hook_id id)
+{
+	return bbrx_fault_mask & BIT(id);
+}
+
+/**
+ * bbrx_hook_installed() - may a policy of this hook be set?
+ * @id: the hook
+ *
+ * Return: true if the redirect is in place.
+ */
+bool bbrx_hook_installed(enum bbrx_hook_id id)
+{
+	return READ_ONCE(bbrx_hooks[id].state) == BBRX_HOOK_INSTALLED;
+}
+
+/**
+ * bbrx_hook_resolve() - address of a kernel symbol, exported or not
+ * @symbol: exact kallsyms name (local names with suffixes, e.g. ".isra.0")
+ *
+ * kallsyms_lookup_name() is not exported since 5.7; the kprobe API resolves
+ * names through it for us. The temporary kprobe has no handlers and is
+ * removed at once.
+ *
+ * Return: the address, or 0 if the symbol does not exist or cannot be probed.
+ */
+unsigned long bbrx_hook_resolve(const char *symbol)
+{
+	struct kprobe kp = { .symbol_name = symbol };
+	unsigned long addr;
+
+	if (register_kprobe(&kp) < 0)
+		return 0;
+	addr = (unsigned long)kp.addr;
+	unregister_kprobe(&kp);
+	return addr;
+}
+
+/*
+ * The ftrace callback of every hook: runs at the target's fentry with the
+ * target's arguments in fregs. Never sleeps; returns at its first branch for
+ * sockets a hook does not act on.
+ */
+static void notrace bbrx_hook_thunk(unsigned long ip, unsigned long parent_ip,
+				    struct ftrace_ops *ops,
+				    struct ftrace_regs *fregs)
+{
+	struct bbrx_hook *h = container_of(ops, struct bbrx_hook, fops);
+	struct sock *sk = (struct sock *)bbrx_fregs_arg0(fregs);
+
+	if (!h->wants(sk))
+		return;
+	ftrace_instruction_pointer_set(fregs, (unsigned long)h->redirect);
+}
+
+static __printf(2, 3) void bbrx_hook_refuse(struct bbrx_hook *h,
+					    const char *fmt, ...)
+{
+	va_list args;
+
+	va_start(args, fmt);
+	vsnprintf(h->reason, sizeof(h->reason), fmt, args);
+	va_end(args);
+	h->state = BBRX_HOOK_REFUSED;
+	pr_warn("bbrx: hook %s (%s) refused: %s\n", h->name, h->symbol,
+		h->reason);
+}
+
+static void bbrx_hook_install(struct bbrx_hook *h, int id)
+{
+	int err;
+
+	if (bbrx_disable_mask & BIT(id)) {
+		h->state = BBRX_HOOK_DISABLED;
+		pr_info("bbrx: hook %s (%s) disabled by module parameter\n",
+			h->name, h->symbol);
+		return;
+	}
+
+	h->addr = bbrx_hook_resolve(h->symbol);
+	if (!h->addr) {
+		bbrx_hook_refuse(h, "symbol not found or not probeable");
+		return;
+	}
+	err = h->verify(h->addr, h->reason, sizeof(h->reason));
+	if (err) {
+		bbrx_hook_refuse(h, "%s", h->reason);
+		return;
+	}
+
+	h->fops.func = bbrx_hook_thunk;
+	h->fops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY;
+	err = ftrace_set_filter_ip(&h->fops, h->addr, 0, 0);
+	if (err) {
+		bbrx_hook_refuse(h, "not traceable (ftrace_set_filter_ip: %d)",
+				 err);
+		return;
+	}
+	err = register_ftrace_function(&h->fops);
+	if (err) {
+		ftrace_set_filter_ip(&h->fops, h->addr, 1, 0);
+		if (err == -EBUSY)
+			bbrx_hook_refuse(h, "IPMODIFY conflict: a livepatch or another redirect owns %s",
+					 h->symbol);
+		else
+			bbrx_hook_refuse(h, "register_ftrace_function: %d", err);
+		return;
+	}
+	WRITE_ONCE(h->state, BBRX_HOOK_INSTALLED);
+	pr_info("bbrx: hook %s (%s) installed\n", h->name, h->symbol);
+}
+
+/**
+ * bbrx_hooks_install() - resolve, verify and install every hook
+ *
+ * A hook that fails is refused with its reason (dmesg and
+ * /proc/net/bbrx_hooks); the others and the congestion control still work.
+ *
+ * Return: 0, or -ENOMEM if a hook's preparation could not allocate.
+ */
+int bbrx_hooks_install(void)
+{
+	int i, err;
+
+	err = bbrx_autocork_prepare();
+	if (err)
+		return err;
+	for (i = 0; i < BBRX_HOOK_MAX; i++)
+		bbrx_hook_install(&bbrx_hooks[i], i);
+	return 0;
+}
+
+/**
+ * bbrx_hooks_remove() - remove every installed hook, then wait
+ *
+ * After this returns no CPU runs the thunk or a replacement.
+ */
+void bbrx_hooks_remove(void)
+{
+	bool any = false;
+	int i;
+
+	for (i = 0; i < BBRX_HOOK_MAX; i++) {
+		struct bbrx_hook *h = &bbrx_hooks[i];
+
+		if (h->state != BBRX_HOOK_INSTALLED)
+			continue;
+		WRITE_ONCE(h->state, BBRX_HOOK_NEW);
+		unregister_ftrace_function(&h->fops);
+		ftrace_set_filter_ip(&h->fops, h->addr, 1, 0);
+		any = true;
+	}
+	if (any)
+		synchronize_rcu_tasks();
+}
+
+/* /proc/net/bbrx_hooks: "hook symbol state[: reason]", one hook per line. */
+static int bbrx_hooks_show(struct seq_file *seq, void *v)
+{
+	int i;
+
+	for (i = 0; i < BBRX_HOOK_MAX; i++) {
+		const struct bbrx_hook *h = &bbrx_hooks[i];
+
+		seq_printf(seq, "%s %s %s", h->name, h->symbol,
+			   bbrx_hook_state_names[READ_ONCE(h->state)]);
+		if (h->state == BBRX_HOOK_REFUSED)
+			seq_printf(seq, ": %s", h->reason);
+		seq_putc(seq, '\n');
+	}
+	return 0;
+}
+
+/**
+ * bbrx_hooks_net_init() - show the (global) hook status in a netns
+ * @net: the network namespace
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int bbrx_hooks_net_init(struct net *net)
+{
+	if (!proc_create_net_single("bbrx_hooks", 0444, net->proc_net,
+				    bbrx_hooks_show, NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+/**
+ * bbrx_hooks_net_exit() - remove the netns' hook status file
+ * @net: the network namespace
+ */
+void bbrx_hooks_net_exit(struct net *net)
+{
+	remove_proc_entry("bbrx_hooks", net->proc_net);
+}
+
+/**
+ * bbrx_hook_match() - compare kernel text with an expected byte pattern
+ * @addr: function address
+ * @off: offset of the pattern in the function
+ * @pat: expected bytes
+ * @len: pattern length
+ * @fault: expect a deliberately wrong pattern (fault_verify)
+ * @reason: set to why the text does not match
+ * @rlen: size of @reason
+ *
+ * Return: 0 on a match, -ENOEXEC otherwise (or -EFAULT if unreadable).
+ */
+int bbrx_hook_match(unsigned long addr, size_t off, const u8 *pat, size_t len,
+		    bool fault, char *reason, size_t rlen)
+{
+	u8 text[32];
+	size_t i;
+
+	if (WARN_ON_ONCE(len > sizeof(text)))
+		return -EINVAL;
+	if (copy_from_kernel_nofault(text, (void *)(addr + off), len)) {
+		snprintf(reason, rlen, "text at +%#zx unreadable", off);
+		return -EFAULT;
+	}
+	if (fault)
+		text[0] ^= 0xff;	/* what a different build would show */
+	for (i = 0; i < len; i++) {
+		if (text[i] != pat[i]) {
+			snprintf(reason, rlen,
+				 "unexpected instruction bytes at +%#zx (%02x, expected %02x)",
+				 off + i, text[i], pat[i]);
+			return -ENOEXEC;
+		}
+	}
+	return 0;
+}

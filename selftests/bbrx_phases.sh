@@ -7,8 +7,8 @@
 #    1.25 / 0.75 / 1 afterwards and never goes back to the STARTUP gain);
 #  - PROBE_RTT: none in a 5 s flow with the default 10 s min_rtt window,
 #    entered repeatedly in a 10 s flow with min_rtt_win_ms=2000;
-#  - an app-limited flow (iperf3 -b 20M) keeps bw near 20 Mbit/s and counts
-#    app-limited samples;
+#  - an app-limited flow (iperf3 -b 10M) keeps bw near its rate, well below
+#    the path rate, and counts app-limited samples;
 #  - random per-packet loss on the router hop drives loss recovery, and the
 #    flow keeps a reasonable goodput.
 
@@ -139,32 +139,56 @@ probe_rtt_short_window()
 	log_test "PROBE_RTT every min_rtt_win_ms (2 s)" "ProbeRttEnter +$d in 10 s"
 }
 
+# iperf3 -b with 1448-byte writes (default 128 KB writes come in bursts that
+# make delivery-rate samples far above the average rate).  Under TCG the
+# sender still stalls now and then and catches up in a burst, so bw is
+# asserted against the path rate and the app rate with margins, and in-tree
+# bbr is measured alongside for reference.
+APP_RATE=${BBRX_APP_RATE:-10}	# Mbit/s
+APP_REPS=${BBRX_APP_REPS:-2}
+
 app_limited()
 {
-	local d gp bw bw_mbit
+	local d gp bw rep cc id hi lo
+	local -A bws gps
 
 	stat_snap "$TMPD/a0"
-	FLOW_SS=0.2 flow_run app bbrx 8 -b 20M
-	check_err $? "iperf3 flow failed"
+	for ((rep = 1; rep <= APP_REPS; rep++)); do
+		for cc in bbr bbrx; do
+			id=app-$cc-$rep
+			FLOW_SS=0.2 flow_run "$id" "$cc" 8 -b "${APP_RATE}M" -l 1448
+			check_err $? "iperf3 flow $id failed"
+			gp=$(iperf3_goodput "$TMPD/$id.json")
+			bw=$(ss_samples "$TMPD/$id.ss" 3 | ss_field bw | median)
+			bw=$(calc "$bw / 1e6")
+			bws[$cc]+="$bw "
+			gps[$cc]+="$gp "
+			log_info "$cc run $rep: goodput $gp Mbit/s, median bw $bw Mbit/s after 3 s"
+		done
+	done
 	stat_snap "$TMPD/a1"
 	d=$(stat_delta AppLimited "$TMPD/a0" "$TMPD/a1")
-	gp=$(iperf3_goodput "$TMPD/app.json")
-	ss_samples "$TMPD/app.ss" 3 >"$TMPD/app.s"
-	bw=$(ss_field bw <"$TMPD/app.s" | median)
-	bw_mbit=$(calc "$bw / 1e6")
-	log_info "iperf3 -b 20M: goodput $gp Mbit/s, median bw $bw_mbit Mbit/s after 3 s," \
-		"$(stat_deltas "$TMPD/a0" "$TMPD/a1") (bulk flow: AppLimited+${BULK_APPLIMITED:-?})"
-	in_range "$gp" 18 21
-	check_err $? "goodput $gp Mbit/s with iperf3 -b 20M"
-	in_range "$bw_mbit" 14 30
-	check_err $? "bw $bw_mbit Mbit/s for a 20 Mbit/s app-limited flow on a $PATH_RATE Mbit/s path"
-	((d > 0))
-	check_err $? "AppLimited +$d"
+	bw=$(median ${bws[bbrx]})
+	gp=$(median ${gps[bbrx]})
+	log_info "iperf3 -b ${APP_RATE}M: bbrx goodput $gp, bw $bw Mbit/s;" \
+		"bbr goodput $(median ${gps[bbr]}), bw $(median ${bws[bbr]}) Mbit/s"
+	log_info "bbrx counters over $APP_REPS flows: $(stat_deltas "$TMPD/a0" "$TMPD/a1")" \
+		"(bulk flow: AppLimited+${BULK_APPLIMITED:-?})"
+
+	in_range "$gp" "$(calc "0.9 * $APP_RATE")" "$(calc "1.05 * $APP_RATE")"
+	check_err $? "bbrx goodput $gp Mbit/s for an app rate of $APP_RATE Mbit/s"
+	lo=$(calc "0.8 * $APP_RATE")
+	hi=$(calc "0.6 * $PATH_RATE")
+	in_range "$bw" "$lo" "$hi"
+	check_err $? "bbrx bw $bw Mbit/s for a $APP_RATE Mbit/s app-limited flow on a $PATH_RATE Mbit/s path (want [$lo, $hi])"
+	((d >= 10 * APP_REPS))
+	check_err $? "AppLimited +$d over $APP_REPS app-limited flows"
 	if [[ -n $BULK_APPLIMITED ]]; then
-		((d > BULK_APPLIMITED))
-		check_err $? "AppLimited +$d, not more than the bulk flow's +$BULK_APPLIMITED"
+		((d > 5 * APP_REPS * BULK_APPLIMITED))
+		check_err $? "AppLimited +$d over $APP_REPS flows, bulk flow had +$BULK_APPLIMITED"
 	fi
-	log_test "app-limited flow does not inflate bw" "bw $bw_mbit Mbit/s, AppLimited +$d"
+	log_test "app-limited flow: bw not inflated to the path rate, samples counted" \
+		"bw $bw Mbit/s, AppLimited +$d"
 }
 
 # netem drops of the router's loss qdisc, and packets it saw.
@@ -205,9 +229,9 @@ loss_recovery()
 	check_err $? "RecoveryEnter +$d_rec with ${LOSS_PCT}% loss"
 	((retr > 0))
 	check_err $? "no retransmits with ${LOSS_PCT}% loss"
-	lo=$(calc "0.6 * $PATH_GOODPUT_MAX")
+	lo=$(calc "0.5 * $PATH_GOODPUT_MAX")
 	fcmp "$gp" '>=' "$lo"
-	check_err $? "goodput $gp Mbit/s < $lo (60% of the limit) with ${LOSS_PCT}% loss"
+	check_err $? "goodput $gp Mbit/s < $lo (50% of the limit) with ${LOSS_PCT}% loss"
 	log_test "per-packet loss drives recovery, flow keeps going" \
 		"RecoveryEnter +$d_rec, goodput $gp Mbit/s"
 	path_bottleneck 1

@@ -101,6 +101,7 @@ bbrx_counters()
 
 require_command iperf3 jq tc ss ping
 require_bbrx
+cpu_calibrate
 require_topo
 require_qdisc tbf netem
 iperf3_server_start || exit 1

@@ -223,6 +223,7 @@ gso_allowance_report()
 
 require_command iperf3 jq ss ip
 require_bbrx
+cpu_calibrate
 require_topo
 iperf3_server_start || exit 1
 

@@ -239,6 +239,7 @@ loss_recovery()
 
 require_command iperf3 jq tc ss
 require_bbrx
+cpu_calibrate
 require_topo
 require_qdisc tbf netem htb
 iperf3_server_start || exit 1

@@ -233,6 +233,7 @@ tests_run()
 		log_info "--- $t"
 		$t
 	done
+	[[ -n ${CPU_CAL_MS:-} ]] && cpu_calibrate " (end)"
 	dmesg_check
 }
 
@@ -248,6 +249,20 @@ tests_done()
 		EXIT_STATUS=$ksft_skip
 	fi
 	return $EXIT_STATUS
+}
+
+# cpu_calibrate: log how long 200k shell loop iterations take.  Under TCG a
+# guest whose host is busy (another VM) runs several times slower, paced
+# flows then lose rate; this line in the log tells such runs apart.
+cpu_calibrate()
+{
+	local t0 t1 i
+
+	t0=$EPOCHREALTIME
+	for ((i = 0; i < 200000; i++)); do :; done
+	t1=$EPOCHREALTIME
+	CPU_CAL_MS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", (b - a) * 1000 }')
+	log_info "cpu calibration: 200k shell iterations in $CPU_CAL_MS ms$1"
 }
 
 ##############################################################################

@@ -112,6 +112,7 @@ void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
 		if (!test_bit(TSQ_THROTTLED, &sk->sk_tsq_flags)) {
 			NET_INC_STATS(sock_net(sk), LINUX_MIB_TCPAUTOCORKING);
 			set_bit(TSQ_THROTTLED, &sk->sk_tsq_flags);
+			/* order the bit before re-reading sk_wmem_alloc */
 			smp_mb__after_atomic();
 		}
 		/* Unless the completion came before the bit was set. */

@@ -248,7 +248,7 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 	if (err) {
 		ftrace_set_filter_ip(&h->fops, h->addr, 1, 0);
 		if (err == -EBUSY)
-			bbrx_hook_refuse(h, "IPMODIFY conflict: a livepatch or another redirect owns %s",
+			bbrx_hook_refuse(h, "IPMODIFY conflict (livepatch or other redirect) on %s",
 					 h->symbol);
 		else
 			bbrx_hook_refuse(h, "register_ftrace_function: %d", err);

@@ -44,6 +44,19 @@ err_stats:
 	return err;
 }
 
+/*
+ * A dying netns may still have kernel sockets (which hold no netns
+ * reference) sending: turn the hook policies off before its counters go.
+ * cleanup_net() waits for an RCU grace period between pre_exit and exit.
+ */
+static void __net_exit bbrx_net_pre_exit(struct net *net)
+{
+	struct bbrx_net *bn = bbrx_pernet(net);
+
+	WRITE_ONCE(bn->autocork, BBRX_POLICY_KERNEL);
+	WRITE_ONCE(bn->tsq, BBRX_POLICY_KERNEL);
+}
+
 static void __net_exit bbrx_net_exit(struct net *net)
 {
 	struct bbrx_net *bn = bbrx_pernet(net);
@@ -55,6 +68,7 @@ static void __net_exit bbrx_net_exit(struct net *net)
 
 static struct pernet_operations bbrx_net_ops = {
 	.init = bbrx_net_init,
+	.pre_exit = bbrx_net_pre_exit,
 	.exit = bbrx_net_exit,
 	.id = &bbrx_net_id,
 	.size = sizeof(struct bbrx_net),

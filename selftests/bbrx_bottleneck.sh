@@ -13,19 +13,25 @@ ALL_TESTS="
 	rtt_vs_bbr
 	bbrx_counters
 "
+RETRY_TESTS="goodput_vs_bbr goodput_vs_limit rtt_vs_bbr"
 source "$(dirname "$0")/lib.sh"
 
 SECS=${BBRX_BOTTLENECK_SECS:-10}
 CCS=${BBRX_BOTTLENECK_CCS:-"bbr bbrx cubic"}
 declare -A GP RTT RETR
 
+NREP=0		# runs so far (a retry adds REPS more of bbr and bbrx)
+
+# measure [CCS]: REPS more alternating runs of each cc, then the medians
+# over all runs so far, and the table.
 measure()
 {
-	local rep cc id gps rtts retrs
+	local ccs=${1:-$CCS} rep last cc id gps rtts retrs cw
 
-	X0=$(bbrx_stat StartupExit "$SND")
-	for ((rep = 1; rep <= REPS; rep++)); do
-		for cc in $CCS; do
+	X0=${X0:-$(bbrx_stat StartupExit "$SND")}
+	last=$((NREP + REPS))
+	for ((rep = NREP + 1; rep <= last; rep++)); do
+		for cc in $ccs; do
 			id=$cc-$rep
 			FLOW_PING=1 flow_run "$id" "$cc" "$SECS"
 			[[ $? -ne 0 ]] && FLOW_FAILS+=" $id"
@@ -34,12 +40,15 @@ measure()
 				"ping median $(ping_median "$TMPD/$id.ping") ms ($(ping_count "$TMPD/$id.ping") replies)"
 		done
 	done
+	NREP=$last
 	X1=$(bbrx_stat StartupExit "$SND")
+	NBBRX=$(ls "$TMPD"/bbrx-*.json 2>/dev/null | wc -l)
 
 	printf '# %-6s %14s %10s %12s %10s\n' cc "goodput Mbit/s" retrans "ping RTT ms" "max cwnd"
 	for cc in $CCS; do
 		gps=() rtts=() retrs=() cw=()
-		for ((rep = 1; rep <= REPS; rep++)); do
+		for ((rep = 1; rep <= NREP; rep++)); do
+			[[ -f $TMPD/$cc-$rep.json ]] || continue
 			gps+=("$(iperf3_goodput "$TMPD/$cc-$rep.json")")
 			retrs+=("$(iperf3_retrans "$TMPD/$cc-$rep.json")")
 			rtts+=("$(ping_median "$TMPD/$cc-$rep.ping")")
@@ -51,14 +60,24 @@ measure()
 		printf '# %-6s %14s %10s %12s %10s   (runs: %s)\n' "$cc" "${GP[$cc]}" \
 			"${RETR[$cc]}" "${RTT[$cc]}" "$(median "${cw[@]}")" "${gps[*]}"
 	done
-	echo "# medians of $REPS alternating ${SECS}s runs; tbf ${PATH_RATE}mbit, 1-BDP" \
+	echo "# medians of alternating ${SECS}s runs; tbf ${PATH_RATE}mbit, 1-BDP" \
 		"($PATH_BDP B) buffer, ${PATH_RTT} ms RTT; goodput limit $PATH_GOODPUT_MAX Mbit/s"
+}
+
+# On a retry, REPS more runs of bbr and bbrx; the medians then cover all.
+measure_retry()
+{
+	if ((TEST_ATTEMPT > 0)); then
+		cpu_calibrate
+		measure "bbr bbrx"
+	fi
 }
 
 goodput_vs_bbr()
 {
 	local lo
 
+	measure_retry
 	[[ -z $FLOW_FAILS ]]
 	check_err $? "flows failed:$FLOW_FAILS"
 	lo=$(calc "0.95 * ${GP[bbr]}")
@@ -73,6 +92,7 @@ goodput_vs_limit()
 {
 	local lo
 
+	measure_retry
 	lo=$(calc "0.85 * $PATH_GOODPUT_MAX")
 	fcmp "${GP[bbrx]}" '>=' "$lo"
 	check_err $? "bbrx median goodput ${GP[bbrx]} < $lo Mbit/s (85% of $PATH_GOODPUT_MAX)"
@@ -83,6 +103,7 @@ rtt_vs_bbr()
 {
 	local hi
 
+	measure_retry
 	[[ ${RTT[bbrx]} != nan && ${RTT[bbr]} != nan ]]
 	check_err $? "no ping replies under load (bbrx ${RTT[bbrx]}, bbr ${RTT[bbr]})"
 	hi=$(calc "1.2 * ${RTT[bbr]}")
@@ -93,8 +114,8 @@ rtt_vs_bbr()
 
 bbrx_counters()
 {
-	((X1 - X0 >= REPS))
-	check_err $? "StartupExit went $X0 -> $X1 over $REPS bbrx flows"
+	((X1 - X0 >= NBBRX))
+	check_err $? "StartupExit went $X0 -> $X1 over $NBBRX bbrx flows"
 	log_info "sender netns: $(bbrx_stat_all "$SND")"
 	log_test "bbrx left STARTUP in every flow"
 }

@@ -9,6 +9,7 @@ ALL_TESTS="
 	ipv6_setsockopt
 	ipv6_flow
 "
+RETRY_TESTS="ipv6_flow"
 source "$(dirname "$0")/lib.sh"
 
 SECS=${BBRX_IPV6_SECS:-8}

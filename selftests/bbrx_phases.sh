@@ -19,6 +19,7 @@ ALL_TESTS="
 	app_limited
 	loss_recovery
 "
+RETRY_TESTS="startup_drain_probebw probe_rtt_short_window app_limited loss_recovery"
 source "$(dirname "$0")/lib.sh"
 
 STARTUP_GAIN_MIN=2.5	# 2885 per mille; anything above 2.5 is STARTUP

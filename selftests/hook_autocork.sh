@@ -1,0 +1,251 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Autocork policy (net.ipv4.bbrx.autocork), the "tcp: restore autocorking"
+# report (upstream 114f39feab36, 4.17): 500-byte writes with TCP_NODELAY, one
+# cubic flow, scope=1 so the hook acts on cubic sockets.  Modes, alternating
+# within each repetition:
+#	1 post-change  cork while the rtx queue is not empty
+#	2 pre-change   cork only when the tail skb is not the first unsent one
+#	               (the 4.15 test: in practice never)
+#	3 never
+#	0 kernel       (6.1 has the fix: should look like 1)
+# plus one reference run with the kernel's own switch off
+# (net.ipv4.tcp_autocorking=0) and a Nagle variant (no TCP_NODELAY).
+#
+# Why this path: autocorking only holds a write while earlier skbs are
+# still charged to the socket (sk_wmem_alloc > skb->truesize) after
+# tcp_push.  veth without a qdisc orphans the skb at xmit, so nothing ever
+# corks there (TcpExtTCPAutoCorking stays 0 in every mode); the virtio pair
+# completes TX late, but then TSQ throttles too and writes merge into the
+# unsent tail skb in every mode (~1400 bytes per segment even with corking
+# off), which hides the mechanism.  An fq qdisc with maxrate 100mbit on the
+# sender's own veth egress models a 100 Mbit NIC whose completions come
+# once the frame is on the wire: a just-sent skb waits in fq, charged to the
+# socket, for a few tens of us, which is what autocorking needs, while the
+# emulated CPU cannot push 500-byte segments anywhere near 100 Mbit.
+# Measured under TCG: ~1450 vs ~500 bytes per segment, ~90 vs ~34 Mbit/s
+# (post vs pre), close to the report's calibration of the kernel's own switch
+# (~1000 vs ~490 bytes, 87 vs 32 Mbit/s).
+#
+# Asserts (medians over BBRX_REPS runs, default 3): post-change >= 1.5x the
+# bytes per segment (TcpOutSegs) and >= 1.3x the goodput of pre-change; the
+# kernel mode is on the post-change side too; TcpExtTCPAutoCorking and
+# bbrx's AutocorkCorked grow in post-change and stay near zero in
+# pre-change; mode 3 corks nothing (both counters 0) and counts declines.
+
+ALL_TESTS="
+	ac_hook_installed
+	ac_bytes_per_segment
+	ac_throughput
+	ac_counters_post_pre
+	ac_never
+	ac_kernel_mode
+	ac_nagle_report
+"
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_hooks.sh"
+
+SECS=${BBRX_AC_SECS:-3}
+WRITE=500
+MAXRATE=100
+MODES="1 2 0 3"
+CTRS="TcpOutSegs TcpExtTCPAutoCorking Bbrx:AutocorkCorked Bbrx:AutocorkDeclined"
+declare -A GP BPS AC CORKED DECL ALLGP ALLBPS
+
+# ac_run ID MODE [iperf3 args]: one flow; MODE k = autocork 0 with the
+# kernel's own tcp_autocorking=0.  Appends "gp bps ac corked declined" to
+# $TMPD/ID.res.
+ac_run()
+{
+	local id=$1 mode=$2; shift 2
+	local segs bytes
+
+	if [[ $mode == k ]]; then
+		bbrx_sysctl_set "$SND" autocork 0
+		ns_sysctl "$SND" net.ipv4.tcp_autocorking=0
+	else
+		ns_sysctl "$SND" net.ipv4.tcp_autocorking=1
+		bbrx_sysctl_set "$SND" autocork "$mode" || SET_FAILS+=" $mode"
+	fi
+	counters_snap "$SND" "$TMPD/c.before" $CTRS
+	flow_run "$id" cubic "$SECS" -l "$WRITE" "$@" || FLOW_FAILS+=" $id"
+	counters_snap "$SND" "$TMPD/c.after" $CTRS
+	ns_sysctl "$SND" net.ipv4.tcp_autocorking=1
+	segs=$(counters_delta "$TMPD/c.before" "$TMPD/c.after" TcpOutSegs)
+	bytes=$(iperf3_sent_bytes "$TMPD/$id.json")
+	echo "$(iperf3_goodput "$TMPD/$id.json") $(calc "$bytes / ($segs > 0 ? $segs : 1)")" \
+		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" TcpExtTCPAutoCorking)" \
+		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:AutocorkCorked)" \
+		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:AutocorkDeclined)" \
+		>>"$TMPD/$mode${ARM_SFX:-}.res"
+}
+
+col_median()
+{
+	awk -v c="$2" '{ print $c }' "$1" | median
+}
+
+col_list()
+{
+	awk -v c="$2" '{ printf "%s ", $c }' "$1"
+}
+
+summarize()
+{
+	local arm=$1 f=$TMPD/$1.res
+
+	GP[$arm]=$(col_median "$f" 1)
+	BPS[$arm]=$(col_median "$f" 2)
+	AC[$arm]=$(col_median "$f" 3)
+	CORKED[$arm]=$(col_median "$f" 4)
+	DECL[$arm]=$(col_median "$f" 5)
+	ALLGP[$arm]=$(col_list "$f" 1)
+	ALLBPS[$arm]=$(col_list "$f" 2)
+}
+
+measure()
+{
+	local rep m
+
+	tc -n "$SND" qdisc replace dev "$SND_IF" root fq maxrate "${MAXRATE}mbit"
+	QDISC=$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)
+	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"
+	HOOK=$(hook_line autocork)
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for m in $MODES; do
+			ac_run "ac$m-$rep" "$m" -N
+		done
+	done
+	ac_run ack k -N
+	ARM_SFX=-nagle
+	for m in 1 2; do
+		ac_run "acn$m" "$m"
+	done
+	unset ARM_SFX
+	bbrx_sysctl_set "$SND" autocork 0
+
+	for m in $MODES k 1-nagle 2-nagle; do
+		summarize "$m"
+	done
+	echo "# cubic, ${WRITE}-byte writes, ${SECS}s flows, fq maxrate ${MAXRATE}mbit on the sender's veth, scope=1, $REPS reps"
+	printf '# %-22s %8s %9s %12s %9s %9s  %s\n' mode goodput bytes/seg TCPAutoCork Corked Declined "runs (goodput; bytes/seg)"
+	for m in 1 2 0 3 k 1-nagle 2-nagle; do
+		local name
+		case $m in
+		1) name="1 post-change" ;;
+		2) name="2 pre-change" ;;
+		0) name="0 kernel" ;;
+		3) name="3 never" ;;
+		k) name="kernel, autocorking=0" ;;
+		1-nagle) name="1 post, Nagle" ;;
+		2-nagle) name="2 pre, Nagle" ;;
+		esac
+		printf '# %-22s %8s %9s %12s %9s %9s  %s; %s\n' "$name" "${GP[$m]}" "${BPS[$m]}" \
+			"${AC[$m]}" "${CORKED[$m]}" "${DECL[$m]}" "${ALLGP[$m]}" "${ALLBPS[$m]}"
+	done
+	echo "# (medians; goodput Mbit/s; counters are per-run deltas in the sender netns)"
+}
+
+ac_hook_installed()
+{
+	[[ $(hook_state autocork) == installed ]]
+	check_err $? "autocork hook not installed: '$HOOK'"
+	[[ -z $SET_FAILS ]]
+	check_err $? "sysctl writes failed for:$SET_FAILS"
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	[[ $QDISC == *fq*maxrate* ]]
+	check_err $? "no fq maxrate qdisc on the sender: $QDISC"
+	log_test "autocork hook installed, policies settable, all flows ran" "$HOOK"
+}
+
+ac_bytes_per_segment()
+{
+	fcmp "${BPS[1]}" '>=' "$(calc "1.5 * ${BPS[2]}")"
+	check_err $? "bytes/segment post ${BPS[1]} < 1.5 x pre ${BPS[2]}"
+	log_test "bytes per segment: post-change >= 1.5x pre-change" \
+		"${BPS[1]} vs ${BPS[2]}, ratio $(calc "${BPS[1]} / ${BPS[2]}")"
+}
+
+ac_throughput()
+{
+	fcmp "${GP[1]}" '>=' "$(calc "1.3 * ${GP[2]}")"
+	check_err $? "goodput post ${GP[1]} < 1.3 x pre ${GP[2]} Mbit/s"
+	log_test "goodput: post-change >= 1.3x pre-change" \
+		"${GP[1]} vs ${GP[2]} Mbit/s, ratio $(calc "${GP[1]} / ${GP[2]}")"
+}
+
+# TcpExtTCPAutoCorking counts a cork only when it sets TSQ_THROTTLED (once
+# per completion cycle), so it is small next to AutocorkCorked (every held
+# write); both must grow in post-change and stay near zero in pre-change.
+ac_counters_post_pre()
+{
+	fcmp "${AC[1]}" '>=' 10
+	check_err $? "TcpExtTCPAutoCorking grew only ${AC[1]} per post-change run"
+	fcmp "${AC[2]}" '<=' "$(calc "${AC[1]} / 10")"
+	check_err $? "TcpExtTCPAutoCorking ${AC[2]} per pre-change run, not near zero (post ${AC[1]})"
+	fcmp "${CORKED[1]}" '>=' 1000
+	check_err $? "AutocorkCorked grew only ${CORKED[1]} per post-change run"
+	fcmp "${CORKED[2]}" '<=' "$(calc "${CORKED[1]} / 100")"
+	check_err $? "AutocorkCorked ${CORKED[2]} per pre-change run, not near zero (post ${CORKED[1]})"
+	fcmp "${DECL[2]}" '>' 0
+	check_err $? "AutocorkDeclined did not move in pre-change"
+	log_test "counters: corking in post-change, none in pre-change" \
+		"TCPAutoCorking ${AC[1]} / ${AC[2]}, Corked ${CORKED[1]} / ${CORKED[2]}, Declined in pre ${DECL[2]}"
+}
+
+ac_never()
+{
+	local ac corked
+
+	ac=$(awk '{ s += $3 } END { print s + 0 }' "$TMPD/3.res")
+	corked=$(awk '{ s += $4 } END { print s + 0 }' "$TMPD/3.res")
+	[[ $ac -eq 0 && $corked -eq 0 ]]
+	check_err $? "mode 3 corked: TcpExtTCPAutoCorking +$ac, AutocorkCorked +$corked"
+	fcmp "${DECL[3]}" '>' 0
+	check_err $? "mode 3: AutocorkDeclined did not move"
+	fcmp "${BPS[1]}" '>=' "$(calc "1.5 * ${BPS[3]}")"
+	check_err $? "bytes/segment post ${BPS[1]} < 1.5 x never ${BPS[3]}"
+	log_test "mode 3 never corks" "Declined ${DECL[3]} per run, ${BPS[3]} bytes/segment"
+}
+
+# 6.1 already has the fix: the kernel's own behaviour is the post-change one,
+# and bbrx's counters do not move with the policy at 0.
+ac_kernel_mode()
+{
+	fcmp "${BPS[0]}" '>=' "$(calc "1.5 * ${BPS[2]}")"
+	check_err $? "kernel mode ${BPS[0]} bytes/segment < 1.5 x pre-change ${BPS[2]}"
+	fcmp "${AC[0]}" '>' 0
+	check_err $? "kernel mode: TcpExtTCPAutoCorking did not grow"
+	[[ ${CORKED[0]} == 0 && ${DECL[0]} == 0 ]]
+	check_err $? "bbrx counted with the policy at 0: Corked ${CORKED[0]}, Declined ${DECL[0]}"
+	fcmp "${BPS[k]}" '<=' "$(calc "${BPS[0]} / 1.5")"
+	check_err $? "tcp_autocorking=0 reference ${BPS[k]} bytes/segment not below kernel mode ${BPS[0]} (the path does not show autocorking)"
+	log_test "kernel mode corks like post-change; bbrx idle at 0" \
+		"${BPS[0]} bytes/segment, ${GP[0]} Mbit/s; tcp_autocorking=0: ${BPS[k]}, ${GP[k]}"
+}
+
+ac_nagle_report()
+{
+	log_info "Nagle (no TCP_NODELAY): post ${GP[1-nagle]} Mbit/s ${BPS[1-nagle]} bytes/seg," \
+		"pre ${GP[2-nagle]} Mbit/s ${BPS[2-nagle]} bytes/seg"
+	[[ ${GP[1-nagle]} != nan && ${GP[2-nagle]} != nan ]]
+	check_err $? "Nagle variant produced no result"
+	log_test "Nagle variant measured (reported, no direction asserted)"
+}
+
+require_command iperf3 jq ss ip tc
+require_bbrx
+require_qdisc fq
+# veth on purpose, whatever NETIFS says (see the header).
+NETIFS=
+require_topo
+iperf3_server_start || exit 1
+
+measure
+tests_run
+bbrx_sysctl_set "$SND" autocork 0
+bbrx_sysctl_set "$SND" scope 0
+tests_done
+exit $EXIT_STATUS

@@ -1,0 +1,240 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Autocork policy: everything tcp_push() does besides the corking decision
+# stays the kernel's, in every mode (0 kernel, 1 post, 2 pre, 3 never).
+# A helper (tcp_write_pattern) writes scripted patterns with TCP_NODELAY and
+# prints where each write ends in the byte stream; tcpdump on the sender's
+# NIC records the segments; each write is then checked against them:
+#
+#   psh    rounds of 40 back-to-back 300-byte writes: the segment holding
+#          the last byte of every write carries PSH
+#   more   3 x 200 bytes with MSG_MORE (5 ms apart), then 100 bytes without:
+#          no segment ends inside a round (MSG_MORE holds the data until the
+#          write without it), the round's last segment carries PSH
+#   oob    200 bytes, 100 bytes with MSG_OOB, 200 bytes: the segment holding
+#          the urgent write's last byte has URG and seq + urgent pointer =
+#          the end of that write
+#
+# How many segments a round takes differs by design (that is what corking
+# changes); the per-write properties must not.  The path is the one of
+# hook_autocork.sh (fq maxrate 100mbit on the sender's veth, so corking
+# happens) with gso_max_segs 1, so that every skb is one segment and the
+# capture sees segments exactly as TCP built them.
+
+ALL_TESTS="
+	sem_setup
+	sem_psh
+	sem_msg_more
+	sem_urgent
+	sem_corking_exercised
+"
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_hooks.sh"
+
+MODES="0 1 2 3"
+PATTERNS="psh more oob"
+ROUNDS=${BBRX_SEM_ROUNDS:-20}
+CTRS="TcpExtTCPAutoCorking Bbrx:AutocorkCorked Bbrx:AutocorkDeclined"
+declare -A R
+
+# seg_list PCAP: "start end flags urg" per data segment of the connection
+# to SINK_PORT, stream offsets (first data byte = 0) from the SYN's ISN.
+seg_list()
+{
+	tcpdump -r "$1" -nn -S "tcp and dst port $SINK_PORT" 2>/dev/null | awk '
+	{
+		flags = ""; seq = ""; urg = 0; len = -1
+		for (i = 1; i <= NF; i++) {
+			if ($i == "Flags") { flags = $(i + 1); gsub(/[\[\],]/, "", flags) }
+			else if ($i == "seq") { seq = $(i + 1); sub(/,$/, "", seq) }
+			else if ($i == "urg") { urg = $(i + 1); sub(/,$/, "", urg) }
+			else if ($i == "length") { len = $(i + 1) + 0 }
+		}
+		if (flags ~ /S/) { isn = seq + 0; have = 1; next }
+		if (!have || len <= 0 || seq !~ /:/) next
+		split(seq, p, ":")
+		printf "%d %d %s %d\n", p[1] - isn - 1, p[2] - isn - 1, flags, urg
+	}'
+}
+
+# check PATTERN WRITES SEGS: "writes ok segments" for the pattern.
+check()
+{
+	awk -v pat="$1" '
+	FNR == NR { kind[++nw] = $1; end[nw] = $2; next }
+	{ s[++ns] = $1; e[ns] = $2; f[ns] = $3; u[ns] = $4 }
+	END {
+		ok = 0; n = 0
+		for (w = 1; w <= nw; w++) {
+			W = end[w]
+			if (pat == "psh") {
+				n++
+				for (i = 1; i <= ns; i++)
+					if (s[i] < W && W <= e[i] && f[i] ~ /P/) { ok++; break }
+			} else if (pat == "more") {
+				if (kind[w] != "e") continue
+				n++
+				good = 0; bad = 0
+				start = w > 4 ? end[w - 4] : 0
+				for (i = 1; i <= ns; i++) {
+					if (e[i] <= start || s[i] >= W) continue
+					if (e[i] != W) bad++
+					else if (f[i] ~ /P/) good++
+				}
+				if (good && !bad) ok++
+			} else {
+				if (kind[w] != "o") continue
+				n++
+				for (i = 1; i <= ns; i++)
+					if (s[i] < W && W <= e[i] && f[i] ~ /U/ && s[i] + u[i] == W) { ok++; break }
+			}
+		}
+		printf "%d %d %d\n", n, ok, ns
+	}' "$2" "$3"
+}
+
+# run_one MODE PATTERN: capture one connection of the pattern.
+run_one()
+{
+	local m=$1 pat=$2 pre=$TMPD/$1-$2 tpid i
+
+	bbrx_sysctl_set "$SND" autocork "$m" || SET_FAILS+=" $m"
+	ip netns exec "$SND" tcpdump -i "$SND_IF" -nn -s 200 -U --immediate-mode -w "$pre.pcap" \
+		"tcp and dst port $SINK_PORT" 2>"$pre.tcpdump" &
+	tpid=$!
+	bg_track $tpid
+	for ((i = 0; i < 50; i++)); do
+		grep -q listening "$pre.tcpdump" 2>/dev/null && break
+		sleep 0.1
+	done
+	ip netns exec "$SND" "$LIB_DIR/tcp_write_pattern" -C cubic -n -r "$ROUNDS" \
+		"$RCV_IP4" "$SINK_PORT" "$pat" >"$pre.writes" 2>"$pre.err" ||
+		WRITER_FAILS+=" $m/$pat($(head -c 200 "$pre.err"))"
+	sleep 0.3
+	kill -INT $tpid 2>/dev/null
+	wait $tpid 2>/dev/null
+	seg_list "$pre.pcap" >"$pre.segs"
+	read -r R[$m,$pat,n] R[$m,$pat,ok] R[$m,$pat,segs] < <(check "$pat" "$pre.writes" "$pre.segs")
+}
+
+measure()
+{
+	local m pat
+
+	tc -n "$SND" qdisc replace dev "$SND_IF" root fq maxrate 100mbit
+	set_gso_max_segs 1
+	GSO_NOW=$(get_gso_max_segs)
+	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"
+	HOOK=$(hook_line autocork)
+	for m in $MODES; do
+		counters_snap "$SND" "$TMPD/c.before" $CTRS
+		for pat in $PATTERNS; do
+			run_one "$m" "$pat"
+		done
+		counters_snap "$SND" "$TMPD/c.after" $CTRS
+		R[$m,corked]=$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:AutocorkCorked)
+		R[$m,declined]=$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:AutocorkDeclined)
+		R[$m,tcpac]=$(counters_delta "$TMPD/c.before" "$TMPD/c.after" TcpExtTCPAutoCorking)
+	done
+	bbrx_sysctl_set "$SND" autocork 0
+
+	echo "# cubic, TCP_NODELAY, $ROUNDS rounds per pattern, fq maxrate 100mbit, gso_max_segs $GSO_NOW"
+	printf '# %-6s %-16s %-16s %-16s %8s %8s %8s\n' mode "psh ok/writes" "more ok/rounds" "urg ok/oob" \
+		TCPAutoCork Corked Declined
+	for m in $MODES; do
+		printf '# %-6s %-16s %-16s %-16s %8s %8s %8s\n' "$m" \
+			"${R[$m,psh,ok]}/${R[$m,psh,n]} (${R[$m,psh,segs]} segs)" \
+			"${R[$m,more,ok]}/${R[$m,more,n]} (${R[$m,more,segs]})" \
+			"${R[$m,oob,ok]}/${R[$m,oob,n]} (${R[$m,oob,segs]})" \
+			"${R[$m,tcpac]}" "${R[$m,corked]}" "${R[$m,declined]}"
+	done
+}
+
+sem_setup()
+{
+	[[ $(hook_state autocork) == installed ]]
+	check_err $? "autocork hook not installed: '$HOOK'"
+	[[ -z $SET_FAILS ]]
+	check_err $? "sysctl writes failed for:$SET_FAILS"
+	[[ -z $WRITER_FAILS ]]
+	check_err $? "writer failed:$WRITER_FAILS"
+	[[ $GSO_NOW == 1 ]]
+	check_err $? "gso_max_segs of $SND_IF is '$GSO_NOW', wanted 1"
+	log_test "autocork hook installed, captures taken in modes $MODES" "$HOOK"
+}
+
+# sem_prop PATTERN EXPECTED_N WHAT: every mode has ok == n == EXPECTED_N,
+# the same as mode 0.
+sem_prop()
+{
+	local pat=$1 want=$2 what=$3 m
+
+	for m in $MODES; do
+		[[ ${R[$m,$pat,n]} == "$want" ]]
+		check_err $? "mode $m: $pat: ${R[$m,$pat,n]} writes seen, expected $want"
+		[[ ${R[$m,$pat,ok]} == "${R[$m,$pat,n]}" ]]
+		check_err $? "mode $m: $pat: only ${R[$m,$pat,ok]} of ${R[$m,$pat,n]} $what"
+		[[ ${R[$m,$pat,ok]} == "${R[0,$pat,ok]}" ]]
+		check_err $? "mode $m: $pat: ${R[$m,$pat,ok]} differs from kernel mode ${R[0,$pat,ok]}"
+	done
+	if [[ $RET -ne 0 ]]; then
+		for m in $MODES; do
+			head -n 12 "$TMPD/$m-$pat.segs" | sed "s/^/# mode $m $pat seg: /"
+		done
+	fi
+}
+
+sem_psh()
+{
+	sem_prop psh $((ROUNDS * 40)) "writes ended in a PSH segment"
+	log_test "TCP_NODELAY: the segment with each write's last byte has PSH (all modes = kernel)" \
+		"segments per mode: $(for m in $MODES; do printf '%s=%s ' "$m" "${R[$m,psh,segs]}"; done)"
+}
+
+sem_msg_more()
+{
+	sem_prop more "$ROUNDS" "MSG_MORE rounds were held and sent as one PSH segment"
+	log_test "MSG_MORE holds data until a write without it (all modes = kernel)"
+}
+
+sem_urgent()
+{
+	sem_prop oob "$ROUNDS" "MSG_OOB writes had URG with the urgent pointer at their end"
+	log_test "MSG_OOB sets URG and the urgent pointer (all modes = kernel)"
+}
+
+# The properties were checked while the policies acted: post-change and the
+# kernel corked, never did not, bbrx counted only where it acts.
+sem_corking_exercised()
+{
+	fcmp "${R[1,corked]}" '>' 0
+	check_err $? "mode 1: AutocorkCorked did not move (the patterns never corked)"
+	fcmp "${R[0,tcpac]}" '>' 0
+	check_err $? "mode 0: TcpExtTCPAutoCorking did not move"
+	[[ ${R[3,corked]} == 0 && ${R[3,tcpac]} == 0 ]]
+	check_err $? "mode 3 corked (Corked ${R[3,corked]}, TCPAutoCorking ${R[3,tcpac]})"
+	fcmp "${R[3,declined]}" '>' 0
+	check_err $? "mode 3: AutocorkDeclined did not move"
+	[[ ${R[0,corked]} == 0 && ${R[0,declined]} == 0 ]]
+	check_err $? "mode 0: bbrx counted (Corked ${R[0,corked]}, Declined ${R[0,declined]})"
+	log_test "corking happened while the properties were checked" \
+		"Corked mode 1: ${R[1,corked]}, Declined mode 3: ${R[3,declined]}"
+}
+
+require_command tcpdump ip tc
+require_bbrx
+require_qdisc fq
+[[ -x $LIB_DIR/tcp_write_pattern ]] ||
+	ksft_exit_skip "tcp_write_pattern not built (run make -C selftests on the host)"
+require_helper
+# veth on purpose, whatever NETIFS says (see hook_autocork.sh).
+NETIFS=
+require_topo
+sink_start || { echo "# sink did not start"; exit 1; }
+
+measure
+tests_run
+bbrx_sysctl_set "$SND" scope 0
+tests_done
+exit $EXIT_STATUS

@@ -1,0 +1,133 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Cost of the hooks: one cubic flow, 64 KiB writes, no bottleneck, scope=1
+# (every socket in scope, so the redirect thunk runs on every tcp_push and
+# every small-queue check).  Three arms, alternating, rotated each
+# repetition (BBRX_COST_REPS, default 5):
+#	nomod  tcp_bbrx not loaded
+#	pol0   loaded, every policy 0: the thunk returns at its first branch
+#	pol1   loaded, every policy 1: the replacements run (tcp_push and the
+#	       small-queue check rewritten by bbrx), behaviour unchanged
+# Asserts: pol0 >= 97% and pol1 >= 95% of nomod's median goodput, hooks
+# installed, and bbrx's hook counters moved in the pol1 runs (the
+# replacements really ran) and not in the pol0 runs.
+#
+# The emulated CPU is the bottleneck here, which is what makes a cost
+# visible; the flow runs over the NIC pair when NETIFS is set (the VM's
+# virtio NICs complete TX late, so TSQ and autocorking take decisions),
+# veth otherwise.
+
+ALL_TESTS="
+	cost_hooks_installed
+	cost_policy0
+	cost_policy1
+	cost_counters
+"
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_hooks.sh"
+
+SECS=${BBRX_COST_SECS:-3}
+CREPS=${BBRX_COST_REPS:-5}
+ARMS=(nomod pol0 pol1)
+declare -A GP CNT HOOKS
+
+# arm_setup ARM: module state and policies for the arm.
+arm_setup()
+{
+	local arm=$1 p
+
+	if [[ $arm == nomod ]]; then
+		bbrx_unload || SETUP_FAILS+=" rmmod"
+		return
+	fi
+	bbrx_module_loaded || bbrx_load || { SETUP_FAILS+=" load"; return; }
+	HOOKS[$arm]="$(hook_state autocork)/$(hook_state tsq)"
+	[[ $arm == pol1 ]] && p=1 || p=0
+	{ bbrx_sysctl_set "$SND" scope 1 &&
+	  bbrx_sysctl_set "$SND" autocork "$p" &&
+	  bbrx_sysctl_set "$SND" tsq "$p"; } || SETUP_FAILS+=" $arm"
+}
+
+measure()
+{
+	local rep k arm c0 c1 id
+
+	for ((rep = 1; rep <= CREPS; rep++)); do
+		for ((k = 0; k < 3; k++)); do
+			arm=${ARMS[(k + rep) % 3]}
+			arm_setup "$arm"
+			c0=$(hooks_counters_sum "$SND")
+			id=$arm-$rep
+			flow_run "$id" cubic "$SECS" -l 64K || FLOW_FAILS+=" $id"
+			c1=$(hooks_counters_sum "$SND")
+			GP[$id]=$(iperf3_goodput "$TMPD/$id.json")
+			[[ $arm != nomod ]] && CNT[$arm]=$(( ${CNT[$arm]:-0} + c1 - c0 ))
+			echo "${GP[$id]}" >>"$TMPD/$arm.gp"
+		done
+	done
+	bbrx_module_loaded || bbrx_load
+	bbrx_sysctl_set "$SND" autocork 0
+	bbrx_sysctl_set "$SND" tsq 0
+	bbrx_sysctl_set "$SND" scope 0
+	for arm in "${ARMS[@]}"; do
+		GP[$arm]=$(median <"$TMPD/$arm.gp")
+	done
+	echo "# cubic, 64 KiB writes, ${SECS}s flows over $SND_IF, no bottleneck, $CREPS alternating reps"
+	printf '# %-6s %9s %8s %14s  %s\n' arm "median" "vs nomod" "hook counters" "runs (Mbit/s)"
+	for arm in "${ARMS[@]}"; do
+		printf '# %-6s %9s %8s %14s  %s\n' "$arm" "${GP[$arm]}" \
+			"$(calc "${GP[$arm]} / ${GP[nomod]}")" "${CNT[$arm]:--}" "$(tr '\n' ' ' <"$TMPD/$arm.gp")"
+	done
+}
+
+cost_hooks_installed()
+{
+	[[ -z $SETUP_FAILS ]]
+	check_err $? "setup failed:$SETUP_FAILS"
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	[[ ${HOOKS[pol0]} == installed/installed && ${HOOKS[pol1]} == installed/installed ]]
+	check_err $? "hooks (autocork/tsq): pol0 ${HOOKS[pol0]}, pol1 ${HOOKS[pol1]}"
+	log_test "hooks installed in the module arms, all flows ran"
+}
+
+cost_policy0()
+{
+	local r
+
+	r=$(calc "${GP[pol0]} / ${GP[nomod]}")
+	fcmp "$r" '>=' 0.97
+	check_err $? "policies 0: ${GP[pol0]} Mbit/s = $r x without the module (${GP[nomod]})"
+	log_test "policies 0 cost <= 3%" "${GP[pol0]} vs ${GP[nomod]} Mbit/s, ratio $r"
+}
+
+cost_policy1()
+{
+	local r
+
+	r=$(calc "${GP[pol1]} / ${GP[nomod]}")
+	fcmp "$r" '>=' 0.95
+	check_err $? "policies 1: ${GP[pol1]} Mbit/s = $r x without the module (${GP[nomod]})"
+	log_test "policies 1 cost <= 5%" "${GP[pol1]} vs ${GP[nomod]} Mbit/s, ratio $r"
+}
+
+cost_counters()
+{
+	fcmp "${CNT[pol1]:-0}" '>' 0
+	check_err $? "hook counters did not move with policies 1 (the replacements never decided)"
+	[[ ${CNT[pol0]:-0} -eq 0 ]]
+	check_err $? "hook counters moved with policies 0 (+${CNT[pol0]})"
+	log_test "hook counters move with policies 1, not with 0" \
+		"pol1 +${CNT[pol1]:-0}, pol0 +${CNT[pol0]:-0}"
+}
+
+require_command iperf3 jq ip
+require_bbrx
+require_topo
+iperf3_server_start || exit 1
+
+measure
+tests_run
+tests_done
+exit $EXIT_STATUS

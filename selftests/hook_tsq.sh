@@ -1,0 +1,171 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# TSQ policy (net.ipv4.bbrx.tsq), the report behind upstream "tcp: tsq:
+# relax tcp_small_queue_check() when rtx queue contains a single skb"
+# (Oct 2023): one TCP flow on a 100 Mbit link whose TX completions come
+# late reached 81.5 Mbit/s without the single-skb shortcut and 94.4 with it.
+# Modes, alternating within each repetition (BBRX_REPS, default 3):
+#	1 post-change  send when the rtx queue is empty or holds one skb
+#	2 pre-change   send only when it is empty (the regression)
+#	0 kernel       (6.1 has the shortcut)
+# One cubic flow (scope=1), 4 s, goodput limit 95.6 Mbit/s (1448/1514 of
+# 100 Mbit/s).
+#
+# The path, and what could not be reproduced.  The shortcut only matters
+# when TSQ waits for a TX completion while the rtx queue holds a single
+# skb, i.e. a small window and completions that come after the ACK.  We
+# tried (QEMU TCG, 6.1 cloud kernel), one flow, medians:
+#   - router tbf 100mbit, default virtio NICs: ~95 Mbit/s in every mode; the
+#     bottleneck queue keeps the rtx queue long, the shortcut never fires
+#     (TsqSingleSkb ~0).
+#   - the same with QEMU's TX timer (vm-run --nic-opts tx=timer,x-txtimer=
+#     250000 or 1000000): 68-82 Mbit/s, but the same in every mode (the timer
+#     delays transmission and completion together).
+#   - virtio NICs, no shaping (the emulated CPU is the bottleneck): 150-215
+#     Mbit/s, TsqSingleSkb / TsqWithheld move a little, no difference.
+#   - tbf 100mbit on the sender's own NIC (this test, the closest model of a
+#     100 Mbit NIC: skbs stay charged to the socket while they wait for the
+#     "wire", and the virtio NIC completes them late): the mechanism is
+#     fully visible (hundreds of single-skb sends in mode 1, thousands of
+#     withheld ones in mode 2) but goodput is ~94 Mbit/s in every mode: the
+#     tbf backlog keeps the link busy while TSQ waits.
+# So the report's 5% gain is not reproduced here.  The test asserts what
+# it can: post-change at >= 93% of the goodput limit, post-change not below
+# pre-change beyond 1% noise (direction), the counters of the mechanism
+# (TsqSingleSkb only in mode 1, TsqWithheld only in mode 2, TsqThrottled in
+# both, bbrx silent in mode 0), and prints the post/pre ratio.  With
+# BBRX_TSQ_STRICT=1 (a path with real late completions) the report's margin
+# (post >= 1.05 x pre) is asserted as well.
+
+ALL_TESTS="
+	tsq_hook_installed
+	tsq_post_goodput
+	tsq_post_vs_pre
+	tsq_counters
+"
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_hooks.sh"
+
+SECS=${BBRX_TSQ_SECS:-4}
+RATE=100
+MODES="1 2 0"
+LIMIT=$(calc "$RATE * $GOODPUT_FRAC")
+CTRS="Bbrx:TsqThrottled Bbrx:TsqSingleSkb Bbrx:TsqWithheld TcpRetransSegs"
+declare -A GP THR SINGLE WITHHELD ALL
+
+tsq_run()
+{
+	local id=$1 m=$2
+
+	bbrx_sysctl_set "$SND" tsq "$m" || SET_FAILS+=" $m"
+	counters_snap "$SND" "$TMPD/c.before" $CTRS
+	flow_run "$id" cubic "$SECS" || FLOW_FAILS+=" $id"
+	counters_snap "$SND" "$TMPD/c.after" $CTRS
+	echo "$(iperf3_goodput "$TMPD/$id.json")" \
+		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:TsqThrottled)" \
+		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:TsqSingleSkb)" \
+		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:TsqWithheld)" \
+		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" TcpRetransSegs)" \
+		>>"$TMPD/$m.res"
+}
+
+measure()
+{
+	local rep m
+
+	# The "NIC" line rate: tbf on the sender's own egress.
+	tc -n "$SND" qdisc replace dev "$SND_IF" root tbf rate "${RATE}mbit" \
+		burst 15140 limit 150000
+	QDISC=$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)
+	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"
+	HOOK=$(hook_line tsq)
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for m in $MODES; do
+			tsq_run "tsq$m-$rep" "$m"
+		done
+	done
+	bbrx_sysctl_set "$SND" tsq 0
+	for m in $MODES; do
+		GP[$m]=$(awk '{ print $1 }' "$TMPD/$m.res" | median)
+		THR[$m]=$(awk '{ print $2 }' "$TMPD/$m.res" | median)
+		SINGLE[$m]=$(awk '{ print $3 }' "$TMPD/$m.res" | median)
+		WITHHELD[$m]=$(awk '{ print $4 }' "$TMPD/$m.res" | median)
+		ALL[$m]=$(awk '{ printf "%s ", $1 }' "$TMPD/$m.res")
+	done
+	echo "# one cubic flow, ${SECS}s, $QDISC on $SND_IF (sender), scope=1, $REPS reps; goodput limit $LIMIT Mbit/s"
+	printf '# %-14s %8s %12s %12s %12s  %s\n' mode goodput TsqThrottled TsqSingleSkb TsqWithheld "runs (Mbit/s)"
+	for m in $MODES; do
+		printf '# %-14s %8s %12s %12s %12s  %s\n' "$m $(case $m in 1) echo post;; 2) echo pre;; 0) echo kernel;; esac)" \
+			"${GP[$m]}" "${THR[$m]}" "${SINGLE[$m]}" "${WITHHELD[$m]}" "${ALL[$m]}"
+	done
+	echo "# post/pre goodput ratio $(calc "${GP[1]} / ${GP[2]}") (report: 94.4/81.5 = 1.16)"
+}
+
+tsq_hook_installed()
+{
+	[[ $(hook_state tsq) == installed ]]
+	check_err $? "tsq hook not installed: '$HOOK'"
+	[[ -z $SET_FAILS ]]
+	check_err $? "sysctl writes failed for:$SET_FAILS"
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	[[ $QDISC == *tbf* ]]
+	check_err $? "no tbf on the sender: $QDISC"
+	log_test "tsq hook installed, policies settable, all flows ran" "$HOOK"
+}
+
+tsq_post_goodput()
+{
+	fcmp "${GP[1]}" '>=' "$(calc "0.93 * $LIMIT")"
+	check_err $? "post-change goodput ${GP[1]} < 93% of $LIMIT Mbit/s"
+	log_test "post-change goodput >= 93% of the limit" "${GP[1]} of $LIMIT Mbit/s"
+}
+
+tsq_post_vs_pre()
+{
+	local r
+
+	r=$(calc "${GP[1]} / ${GP[2]}")
+	fcmp "${GP[1]}" '>=' "$(calc "0.99 * ${GP[2]}")"
+	check_err $? "post-change ${GP[1]} below pre-change ${GP[2]} Mbit/s by more than 1%"
+	if [[ ${BBRX_TSQ_STRICT:-0} -eq 1 ]]; then
+		fcmp "${GP[1]}" '>=' "$(calc "1.05 * ${GP[2]}")"
+		check_err $? "post-change ${GP[1]} < 1.05 x pre-change ${GP[2]} Mbit/s (report's margin)"
+	else
+		fcmp "$r" '>=' 1.05 ||
+			log_info "NOT REPRODUCED: the report's >= 5% gain of post over pre (ratio $r); see the header"
+	fi
+	log_test "post-change goodput not below pre-change${BBRX_TSQ_STRICT:+ (strict: >= 1.05x)}" \
+		"${GP[1]} vs ${GP[2]} Mbit/s, ratio $r"
+}
+
+tsq_counters()
+{
+	fcmp "${SINGLE[1]}" '>' 0
+	check_err $? "mode 1: TsqSingleSkb did not move (the shortcut never fired)"
+	[[ ${WITHHELD[1]} == 0 ]]
+	check_err $? "mode 1: TsqWithheld moved (${WITHHELD[1]})"
+	fcmp "${WITHHELD[2]}" '>' 0
+	check_err $? "mode 2: TsqWithheld did not move (the shortcut was never withheld)"
+	[[ ${SINGLE[2]} == 0 ]]
+	check_err $? "mode 2: TsqSingleSkb moved (${SINGLE[2]})"
+	fcmp "${THR[1]}" '>' 0 && fcmp "${THR[2]}" '>' 0
+	check_err $? "TsqThrottled did not move (mode 1: ${THR[1]}, mode 2: ${THR[2]})"
+	[[ ${THR[0]} == 0 && ${SINGLE[0]} == 0 && ${WITHHELD[0]} == 0 ]]
+	check_err $? "bbrx counted with the policy at 0"
+	log_test "counters: single-skb sends in post, withheld in pre, none in kernel mode" \
+		"single ${SINGLE[1]}, withheld ${WITHHELD[2]}, throttled ${THR[1]} / ${THR[2]}"
+}
+
+require_command iperf3 jq ip tc
+require_bbrx
+require_qdisc tbf
+require_topo
+iperf3_server_start || exit 1
+
+measure
+tests_run
+bbrx_sysctl_set "$SND" scope 0
+tests_done
+exit $EXIT_STATUS

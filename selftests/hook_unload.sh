@@ -1,0 +1,123 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Unload under load: 8 cubic flows (iperf3 -P 8, 8 KiB writes with
+# TCP_NODELAY so both tcp_push and the small-queue check run all the time)
+# keep running while tcp_bbrx is loaded and unloaded CYCLES times (default
+# 20).  After each load the sender netns gets scope=1 and non-zero policies
+# (autocork 1/2/3 and tsq 1/2 in rotation), so the ftrace redirects are
+# live and taken when rmmod removes them.  Asserts: every load installs
+# both hooks, the hook counters move in every cycle, every rmmod succeeds,
+# all 8 flows complete with data, and the kernel log stays clean.
+#
+# The sender-router hop is the NIC pair when NETIFS is set (the VM's virtio
+# NICs complete TX late, so TSQ and autocorking act), veth otherwise.
+
+ALL_TESTS="
+	unload_cycles
+	unload_hooks_acted
+	unload_flows_complete
+"
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_hooks.sh"
+
+CYCLES=${BBRX_UNLOAD_CYCLES:-20}
+HOLD=${BBRX_UNLOAD_HOLD:-1}	# seconds the policies act per cycle
+FLOWS=8
+declare -a CYC_SUM CYC_HOOKS CYC_POL
+LOAD_FAILS=
+UNLOAD_FAILS=
+SET_FAILS=
+
+measure()
+{
+	local i ac tsq t0 dur ipid
+
+	bbrx_unload || UNLOAD_FAILS+=" initial"
+	# 4 s per cycle is generous under TCG; the flows must outlive the cycles.
+	dur=$((CYCLES * (HOLD + 3) + 10))
+	ip netns exec "$SND" timeout $((dur + 60)) iperf3 -c "$RCV_IP4" -p "$IPERF_PORT" \
+		-P "$FLOWS" -t "$dur" -C cubic -l 8K -N -J >"$TMPD/flows.json" 2>"$TMPD/flows.err" &
+	ipid=$!
+	bg_track $ipid
+	sleep 2
+	t0=$SECONDS
+	for ((i = 0; i < CYCLES; i++)); do
+		ac=$((1 + i % 3))
+		tsq=$((1 + i % 2))
+		CYC_POL[i]="a$ac/t$tsq"
+		if ! bbrx_load 2>>"$TMPD/load.err"; then
+			LOAD_FAILS+=" $i"
+			continue
+		fi
+		CYC_HOOKS[i]="$(hook_state autocork)/$(hook_state tsq)"
+		{ bbrx_sysctl_set "$SND" scope 1 &&
+		  bbrx_sysctl_set "$SND" autocork "$ac" &&
+		  bbrx_sysctl_set "$SND" tsq "$tsq"; } || SET_FAILS+=" $i"
+		sleep "$HOLD"
+		CYC_SUM[i]=$(hooks_counters_sum "$SND")
+		kill -0 $ipid 2>/dev/null || FLOWS_DIED+=" $i"
+		# Policies stay non-zero: rmmod removes redirects that are live.
+		bbrx_unload 10 || UNLOAD_FAILS+=" $i"
+	done
+	CYC_TIME=$((SECONDS - t0))
+	wait $ipid
+	IPERF_RC=$?
+	bbrx_module_loaded || bbrx_load
+
+	echo "# $CYCLES cycles in ${CYC_TIME}s, $FLOWS cubic flows (iperf3 -P $FLOWS -l 8K -N) over ${SND_IF}"
+	printf '# %-5s %-10s %-22s %s\n' cycle policies "hooks (autocork/tsq)" "hook counters after ${HOLD}s"
+	for ((i = 0; i < CYCLES; i++)); do
+		printf '# %-5s %-10s %-22s %s\n' "$i" "${CYC_POL[i]}" "${CYC_HOOKS[i]:-not loaded}" "${CYC_SUM[i]:-}"
+	done
+}
+
+unload_cycles()
+{
+	[[ -z $LOAD_FAILS ]]
+	check_err $? "load failed in cycles:$LOAD_FAILS ($(head -c 200 "$TMPD/load.err"))"
+	[[ -z $UNLOAD_FAILS ]]
+	check_err $? "rmmod failed in cycles:$UNLOAD_FAILS"
+	[[ -z $SET_FAILS ]]
+	check_err $? "policy writes failed in cycles:$SET_FAILS"
+	log_test "$CYCLES load/unload cycles with live redirects under $FLOWS flows" "${CYC_TIME}s"
+}
+
+unload_hooks_acted()
+{
+	local i bad=
+
+	for ((i = 0; i < CYCLES; i++)); do
+		[[ ${CYC_HOOKS[i]} == installed/installed ]] || bad+=" $i:hooks=${CYC_HOOKS[i]:-none}"
+		[[ ${CYC_SUM[i]:-0} -gt 0 ]] || bad+=" $i:counters=${CYC_SUM[i]:-none}"
+	done
+	[[ -z $bad ]]
+	check_err $? "cycles where a hook was not installed or did not act:$bad"
+	log_test "both hooks installed and counting in every cycle"
+}
+
+unload_flows_complete()
+{
+	local n nz
+
+	[[ -z $FLOWS_DIED ]]
+	check_err $? "iperf3 exited early (noticed in cycles:$FLOWS_DIED)"
+	[[ $IPERF_RC -eq 0 ]]
+	check_err $? "iperf3 exit $IPERF_RC: $(jq -r '.error // empty' "$TMPD/flows.json" 2>/dev/null) $(head -c 200 "$TMPD/flows.err")"
+	n=$(jq '[.end.streams[]?] | length' "$TMPD/flows.json" 2>/dev/null)
+	nz=$(jq '[.end.streams[]? | select(.receiver.bytes > 0)] | length' "$TMPD/flows.json" 2>/dev/null)
+	[[ $n == "$FLOWS" && $nz == "$FLOWS" ]]
+	check_err $? "streams: $n, with data received: $nz (expected $FLOWS)"
+	log_test "all $FLOWS flows completed" \
+		"$(jq -r '(.end.sum_received.bits_per_second // 0) / 1e6 | floor' "$TMPD/flows.json" 2>/dev/null) Mbit/s total"
+}
+
+require_command iperf3 jq ip
+require_bbrx
+require_topo
+iperf3_server_start || exit 1
+
+measure
+tests_run
+tests_done
+exit $EXIT_STATUS

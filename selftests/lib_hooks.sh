@@ -1,0 +1,140 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers shared by the hook tests (hook_*.sh), sourced after lib.sh.
+
+# hook_state NAME: the state word of hook NAME in /proc/net/bbrx_hooks
+# (installed, refused, disabled, not-installed).
+hook_state()
+{
+	awk -v h="$1" '$1 == h { s = $3; sub(/:$/, "", s); print s }' /proc/net/bbrx_hooks 2>/dev/null
+}
+
+# hook_line NAME: the whole line of hook NAME.
+hook_line()
+{
+	awk -v h="$1" '$1 == h' /proc/net/bbrx_hooks 2>/dev/null
+}
+
+# snmp_get NS NAME: counter NAME of the netns, NAME as nstat spells it
+# (TcpOutSegs, TcpExtTCPAutoCorking, IpExtOutOctets...): prefix + field of
+# /proc/net/snmp and /proc/net/netstat.
+snmp_get()
+{
+	local ns=$1 name=$2
+
+	ip netns exec "$ns" cat /proc/net/snmp /proc/net/netstat 2>/dev/null | awk -v n="$name" '
+		{ p = $1; sub(/:$/, "", p) }
+		!(p in hdr) { hdr[p] = $0; next }
+		{
+			split(hdr[p], h)
+			for (i = 2; i <= NF; i++)
+				if (p h[i] == n) { print $i; found = 1; exit }
+			delete hdr[p]
+		}
+		END { exit !found }'
+}
+
+# counters_snap NS FILE NAME...: write "NAME value" lines for the snmp
+# counters (Tcp*, TcpExt*, Ip*) and bbrx counters (Bbrx:NAME) named.
+counters_snap()
+{
+	local ns=$1 file=$2; shift 2
+	local n v
+
+	: >"$file"
+	for n in "$@"; do
+		case $n in
+		Bbrx:*) v=$(bbrx_stat "${n#Bbrx:}" "$ns") ;;
+		*) v=$(snmp_get "$ns" "$n") ;;
+		esac
+		echo "$n ${v:-nan}" >>"$file"
+	done
+}
+
+# counters_delta BEFORE AFTER NAME: after - before of one counter.
+counters_delta()
+{
+	local b a
+
+	b=$(awk -v n="$3" '$1 == n { print $2 }' "$1")
+	a=$(awk -v n="$3" '$1 == n { print $2 }' "$2")
+	awk -v a="$a" -v b="$b" 'BEGIN { if (a == "" || b == "" || a == "nan" || b == "nan") print "nan"; else printf "%d\n", a - b }'
+}
+
+# iperf3_sent_bytes FILE: bytes the sender wrote.
+iperf3_sent_bytes()
+{
+	jq -r '.end.sum_sent.bytes // 0' "$1" 2>/dev/null || echo 0
+}
+
+# iperf3_sent_mbit FILE: sender-side throughput, Mbit/s.
+iperf3_sent_mbit()
+{
+	jq -r '(.end.sum_sent.bits_per_second // 0) / 1e6 | . * 100 | round / 100' "$1" 2>/dev/null || echo 0
+}
+
+# bbrx_unload [SECS]: rmmod tcp_bbrx, retrying for up to SECS s (default 10)
+# while sockets that used it finish closing.  Returns 0 once it is gone.
+bbrx_unload()
+{
+	local secs=${1:-10} i
+
+	for ((i = 0; i < secs * 5; i++)); do
+		bbrx_module_loaded || return 0
+		rmmod tcp_bbrx 2>/dev/null && return 0
+		sleep 0.2
+	done
+	! bbrx_module_loaded
+}
+
+# bbrx_load [PARAM=VALUE...]: load tcp_bbrx with module parameters (modprobe,
+# or insmod $BBRX_KO where it is not installed).  Errors on stderr.
+bbrx_load()
+{
+	if modinfo tcp_bbrx &>/dev/null; then
+		modprobe tcp_bbrx "$@"
+	elif [[ -n ${BBRX_KO:-} && -r $BBRX_KO ]]; then
+		insmod "$BBRX_KO" "$@"
+	else
+		echo "tcp_bbrx is not installed (no modinfo tcp_bbrx, no BBRX_KO)" >&2
+		return 1
+	fi
+}
+
+# bbrx_reload [PARAM=VALUE...]: unload (must succeed) and load again.
+bbrx_reload()
+{
+	bbrx_unload || { echo "rmmod tcp_bbrx failed: module in use" >&2; return 1; }
+	bbrx_load "$@"
+}
+
+# sysctl_write_err NS NAME VALUE: write net.ipv4.bbrx.NAME through
+# /proc/sys and print the errno name the write failed with (OK if none).
+sysctl_write_err()
+{
+	local ns=$1 name=$2 val=$3 err
+
+	err=$(ip netns exec "$ns" bash -c "echo $val > /proc/sys/net/ipv4/bbrx/$name" 2>&1)
+	if [[ -z $err ]]; then
+		echo OK
+	elif [[ $err == *"not supported"* ]]; then
+		echo EOPNOTSUPP
+	elif [[ $err == *"Invalid argument"* ]]; then
+		echo EINVAL
+	else
+		echo "OTHER($err)"
+	fi
+}
+
+# hooks_counters_sum NS: sum of the hook counters of the netns.
+hooks_counters_sum()
+{
+	local ns=$1 n s=0 v
+
+	for n in AutocorkCorked AutocorkDeclined TsqThrottled TsqSingleSkb TsqWithheld; do
+		v=$(bbrx_stat "$n" "$ns")
+		s=$((s + ${v:-0}))
+	done
+	echo $s
+}

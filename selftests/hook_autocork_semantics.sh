@@ -7,8 +7,13 @@
 # prints where each write ends in the byte stream; tcpdump on the sender's
 # NIC records the segments; each write is then checked against them:
 #
-#   psh    rounds of 40 back-to-back 300-byte writes: the segment holding
-#          the last byte of every write carries PSH
+#   psh    rounds of 40 back-to-back 300-byte writes: a segment carries
+#          PSH if and only if it ends where a write ended, and the segments
+#          cover every byte written.  (tcp_push marks the tail skb; a later
+#          write that appends to that skb clears the mark first, in
+#          tcp_sendmsg_locked, so a segment holding several write ends carries
+#          PSH only if it ends at the last of them: with TCP_NODELAY the last
+#          segment of each push carries PSH, as the kernel always did.)
 #   more   3 x 200 bytes with MSG_MORE (5 ms apart), then 100 bytes without:
 #          no segment ends inside a round (MSG_MORE holds the data until the
 #          write without it), the round's last segment carries PSH
@@ -18,9 +23,11 @@
 #
 # How many segments a round takes differs by design (that is what corking
 # changes); the per-write properties must not.  The path is the one of
-# hook_autocork.sh (fq maxrate 100mbit on the sender's veth, so corking
+# hook_autocork.sh (fq with maxrate on the sender's veth, so corking
 # happens) with gso_max_segs 1, so that every skb is one segment and the
-# capture sees segments exactly as TCP built them.
+# capture sees segments exactly as TCP built them, and maxrate 10mbit: a
+# 300-byte segment then waits ~240 us in fq, longer than the next write
+# takes, so short bursts cork too (at 100mbit only sustained flows do).
 
 ALL_TESTS="
 	sem_setup
@@ -38,12 +45,14 @@ ROUNDS=${BBRX_SEM_ROUNDS:-20}
 CTRS="TcpExtTCPAutoCorking Bbrx:AutocorkCorked Bbrx:AutocorkDeclined"
 declare -A R
 
-# seg_list PCAP: "start end flags urg" per data segment of the connection
-# to SINK_PORT, stream offsets (first data byte = 0) from the SYN's ISN.
+# seg_list TEXT CPORT: "start end flags urg" per data segment of the
+# connection from client port CPORT, stream offsets (first data byte = 0)
+# from the SYN's ISN.  TEXT is `tcpdump -nn -S -r` output.
 seg_list()
 {
-	tcpdump -r "$1" -nn -S "tcp and dst port $SINK_PORT" 2>/dev/null | awk '
+	awk -v cp="$2" '
 	{
+		split($3, a, "."); if (a[length(a)] != cp) next
 		flags = ""; seq = ""; urg = 0; len = -1
 		for (i = 1; i <= NF; i++) {
 			if ($i == "Flags") { flags = $(i + 1); gsub(/[\[\],]/, "", flags) }
@@ -55,7 +64,7 @@ seg_list()
 		if (!have || len <= 0 || seq !~ /:/) next
 		split(seq, p, ":")
 		printf "%d %d %s %d\n", p[1] - isn - 1, p[2] - isn - 1, flags, urg
-	}'
+	}' "$1"
 }
 
 # check PATTERN WRITES SEGS: "writes ok segments" for the pattern.
@@ -69,9 +78,7 @@ check()
 		for (w = 1; w <= nw; w++) {
 			W = end[w]
 			if (pat == "psh") {
-				n++
-				for (i = 1; i <= ns; i++)
-					if (s[i] < W && W <= e[i] && f[i] ~ /P/) { ok++; break }
+				isend[W] = 1
 			} else if (pat == "more") {
 				if (kind[w] != "e") continue
 				n++
@@ -90,48 +97,65 @@ check()
 					if (s[i] < W && W <= e[i] && f[i] ~ /U/ && s[i] + u[i] == W) { ok++; break }
 			}
 		}
+		if (pat == "psh") {
+			# per segment: PSH <=> ends at a write end; all bytes seen
+			for (i = 1; i <= ns; i++) {
+				n++
+				if ((f[i] ~ /P/) == ((e[i] in isend) ? 1 : 0)) ok++
+				if (e[i] > maxe) maxe = e[i]
+			}
+			if (maxe != end[nw]) ok = -1
+		}
 		printf "%d %d %d\n", n, ok, ns
 	}' "$2" "$3"
 }
 
-# run_one MODE PATTERN: capture one connection of the pattern.
-run_one()
+# run_mode MODE: one capture on the sender's NIC while each pattern runs
+# on its own connection (client port 42000 + index), then the checks.
+run_mode()
 {
-	local m=$1 pat=$2 pre=$TMPD/$1-$2 tpid i
+	local m=$1 pre=$TMPD/$1 tpid i k=0 pat cport
 
 	bbrx_sysctl_set "$SND" autocork "$m" || SET_FAILS+=" $m"
-	ip netns exec "$SND" tcpdump -i "$SND_IF" -nn -s 200 -U --immediate-mode -w "$pre.pcap" \
-		"tcp and dst port $SINK_PORT" 2>"$pre.tcpdump" &
+	ip netns exec "$SND" tcpdump -Z root -i "$SND_IF" -nn -s 200 -U --immediate-mode \
+		-w "$pre.pcap" "tcp and dst port $SINK_PORT" 2>"$pre.tcpdump" &
 	tpid=$!
 	bg_track $tpid
-	for ((i = 0; i < 50; i++)); do
+	for ((i = 0; i < 100; i++)); do
 		grep -q listening "$pre.tcpdump" 2>/dev/null && break
 		sleep 0.1
 	done
-	ip netns exec "$SND" "$LIB_DIR/tcp_write_pattern" -C cubic -n -r "$ROUNDS" \
-		"$RCV_IP4" "$SINK_PORT" "$pat" >"$pre.writes" 2>"$pre.err" ||
-		WRITER_FAILS+=" $m/$pat($(head -c 200 "$pre.err"))"
-	sleep 0.3
+	for pat in $PATTERNS; do
+		cport=$((42000 + 10 * m + k))
+		k=$((k + 1))
+		echo "$cport" >"$pre-$pat.port"
+		ip netns exec "$SND" "$LIB_DIR/tcp_write_pattern" -C cubic -n -b "$cport" \
+			-r "$ROUNDS" "$RCV_IP4" "$SINK_PORT" "$pat" >"$pre-$pat.writes" 2>"$pre-$pat.err" ||
+			WRITER_FAILS+=" $m/$pat($(head -c 200 "$pre-$pat.err"))"
+	done
+	sleep 0.5
 	kill -INT $tpid 2>/dev/null
 	wait $tpid 2>/dev/null
-	seg_list "$pre.pcap" >"$pre.segs"
-	read -r R[$m,$pat,n] R[$m,$pat,ok] R[$m,$pat,segs] < <(check "$pat" "$pre.writes" "$pre.segs")
+	tcpdump -Z root -r "$pre.pcap" -nn -S 2>/dev/null >"$pre.txt"
+	for pat in $PATTERNS; do
+		seg_list "$pre.txt" "$(cat "$pre-$pat.port")" >"$pre-$pat.segs"
+		read -r R[$m,$pat,n] R[$m,$pat,ok] R[$m,$pat,segs] \
+			< <(check "$pat" "$pre-$pat.writes" "$pre-$pat.segs")
+	done
 }
 
 measure()
 {
 	local m pat
 
-	tc -n "$SND" qdisc replace dev "$SND_IF" root fq maxrate 100mbit
+	tc -n "$SND" qdisc replace dev "$SND_IF" root fq maxrate 10mbit
 	set_gso_max_segs 1
 	GSO_NOW=$(get_gso_max_segs)
 	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"
 	HOOK=$(hook_line autocork)
 	for m in $MODES; do
 		counters_snap "$SND" "$TMPD/c.before" $CTRS
-		for pat in $PATTERNS; do
-			run_one "$m" "$pat"
-		done
+		run_mode "$m"
 		counters_snap "$SND" "$TMPD/c.after" $CTRS
 		R[$m,corked]=$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:AutocorkCorked)
 		R[$m,declined]=$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:AutocorkDeclined)
@@ -139,12 +163,12 @@ measure()
 	done
 	bbrx_sysctl_set "$SND" autocork 0
 
-	echo "# cubic, TCP_NODELAY, $ROUNDS rounds per pattern, fq maxrate 100mbit, gso_max_segs $GSO_NOW"
-	printf '# %-6s %-16s %-16s %-16s %8s %8s %8s\n' mode "psh ok/writes" "more ok/rounds" "urg ok/oob" \
+	echo "# cubic, TCP_NODELAY, $ROUNDS rounds per pattern, fq maxrate 10mbit, gso_max_segs $GSO_NOW"
+	printf '# %-6s %-16s %-16s %-16s %8s %8s %8s\n' mode "psh ok/segs" "more ok/rounds" "urg ok/oob" \
 		TCPAutoCork Corked Declined
 	for m in $MODES; do
 		printf '# %-6s %-16s %-16s %-16s %8s %8s %8s\n' "$m" \
-			"${R[$m,psh,ok]}/${R[$m,psh,n]} (${R[$m,psh,segs]} segs)" \
+			"${R[$m,psh,ok]}/${R[$m,psh,n]}" \
 			"${R[$m,more,ok]}/${R[$m,more,n]} (${R[$m,more,segs]})" \
 			"${R[$m,oob,ok]}/${R[$m,oob,n]} (${R[$m,oob,segs]})" \
 			"${R[$m,tcpac]}" "${R[$m,corked]}" "${R[$m,declined]}"
@@ -187,8 +211,18 @@ sem_prop()
 
 sem_psh()
 {
-	sem_prop psh $((ROUNDS * 40)) "writes ended in a PSH segment"
-	log_test "TCP_NODELAY: the segment with each write's last byte has PSH (all modes = kernel)" \
+	local m
+
+	for m in $MODES; do
+		[[ ${R[$m,psh,n]} -gt 0 && ${R[$m,psh,ok]} == "${R[$m,psh,n]}" ]]
+		check_err $? "mode $m: psh: ${R[$m,psh,ok]} of ${R[$m,psh,n]} segments have PSH exactly when they end a write (-1: bytes missing)"
+	done
+	if [[ $RET -ne 0 ]]; then
+		for m in $MODES; do
+			head -n 12 "$TMPD/$m-psh.segs" | sed "s/^/# mode $m psh seg: /"
+		done
+	fi
+	log_test "TCP_NODELAY: PSH exactly on segments that end a write (all modes = kernel)" \
 		"segments per mode: $(for m in $MODES; do printf '%s=%s ' "$m" "${R[$m,psh,segs]}"; done)"
 }
 

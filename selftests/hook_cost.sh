@@ -127,6 +127,7 @@ require_bbrx
 require_topo
 iperf3_server_start || exit 1
 
+cpu_calibrate
 measure
 tests_run
 tests_done

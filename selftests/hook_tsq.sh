@@ -164,6 +164,7 @@ require_qdisc tbf
 require_topo
 iperf3_server_start || exit 1
 
+cpu_calibrate
 measure
 tests_run
 bbrx_sysctl_set "$SND" scope 0

@@ -127,14 +127,14 @@ sysctl_write_err()
 	fi
 }
 
-# hooks_counters_sum NS: sum of the hook counters of the netns.
+# hooks_counters_sum NS: sum of the hook counters of the netns (one read).
 hooks_counters_sum()
 {
-	local ns=$1 n s=0 v
-
-	for n in AutocorkCorked AutocorkDeclined TsqThrottled TsqSingleSkb TsqWithheld; do
-		v=$(bbrx_stat "$n" "$ns")
-		s=$((s + ${v:-0}))
-	done
-	echo $s
+	bbrx_stat_all "$1" | awk '{
+		for (i = 1; i <= NF; i++) {
+			split($i, p, "=")
+			if (p[1] ~ /^(AutocorkCorked|AutocorkDeclined|TsqThrottled|TsqSingleSkb|TsqWithheld)$/)
+				s += p[2]
+		}
+	} END { print s + 0 }'
 }

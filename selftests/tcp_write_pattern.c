@@ -4,9 +4,10 @@
  * connection and print where each write ends in the byte stream, so that a
  * capture of the segments can be checked write by write (hook_autocork_semantics.sh).
  *
- *   tcp_write_pattern [-C CC] [-n] [-r ROUNDS] [-g MS] ADDR PORT PATTERN
+ *   tcp_write_pattern [-C CC] [-n] [-b LPORT] [-r ROUNDS] [-g MS] ADDR PORT PATTERN
  *
  *   -C CC      TCP_CONGESTION (default: the netns default)
+ *   -b LPORT   bind to this local port (to tell connections apart in a capture)
  *   -n         TCP_NODELAY
  *   -r ROUNDS  how many times the pattern is repeated (default 20)
  *   -g MS      pause after each round, ms (default 20): the next round starts
@@ -45,7 +46,7 @@ static void die(const char *what)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: tcp_write_pattern [-C CC] [-n] [-r ROUNDS] [-g MS] ADDR PORT psh|more|oob\n");
+		"usage: tcp_write_pattern [-C CC] [-n] [-b LPORT] [-r ROUNDS] [-g MS] ADDR PORT psh|more|oob\n");
 	exit(2);
 }
 
@@ -78,17 +79,20 @@ static void wr(int fd, size_t len, int flags, char kind)
 int main(int argc, char **argv)
 {
 	struct addrinfo hints = { 0 }, *ai;
-	int opt, nodelay = 0, rounds = 20, gap = 20, fd, r, i, err;
+	int opt, nodelay = 0, rounds = 20, gap = 20, lport = 0, fd, r, i, err;
 	const char *cc = NULL, *pattern;
 	char drain[256];
 
-	while ((opt = getopt(argc, argv, "C:nr:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "C:nb:r:g:")) != -1) {
 		switch (opt) {
 		case 'C':
 			cc = optarg;
 			break;
 		case 'n':
 			nodelay = 1;
+			break;
+		case 'b':
+			lport = atoi(optarg);
 			break;
 		case 'r':
 			rounds = atoi(optarg);
@@ -120,6 +124,20 @@ int main(int argc, char **argv)
 		die("TCP_CONGESTION");
 	if (nodelay && setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay)))
 		die("TCP_NODELAY");
+	if (lport) {
+		struct sockaddr_storage ss = { 0 };
+		int one = 1;
+
+		ss.ss_family = ai->ai_family;
+		if (ai->ai_family == AF_INET6)
+			((struct sockaddr_in6 *)&ss)->sin6_port = htons(lport);
+		else
+			((struct sockaddr_in *)&ss)->sin_port = htons(lport);
+		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+			die("SO_REUSEADDR");
+		if (bind(fd, (struct sockaddr *)&ss, ai->ai_addrlen))
+			die("bind");
+	}
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen))
 		die("connect");
 	freeaddrinfo(ai);

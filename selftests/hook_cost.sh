@@ -15,7 +15,9 @@
 # replacements really ran) and not in the pol0 runs.
 #
 # The emulated CPU is the bottleneck here, which is what makes a cost
-# visible; the flow runs over the NIC pair when NETIFS is set (the VM's
+# visible, and also what makes this test need a quiet host: with other VMs
+# on the same 2 cores the unshaped virtio flow swung between 80 and 300
+# Mbit/s from run to run and the 3% / 5% bounds could not be resolved; the flow runs over the NIC pair when NETIFS is set (the VM's
 # virtio NICs complete TX late, so TSQ and autocorking take decisions),
 # veth otherwise.
 

@@ -29,7 +29,10 @@
 #     "wire", and the virtio NIC completes them late): the mechanism is
 #     fully visible (hundreds of single-skb sends in mode 1, thousands of
 #     withheld ones in mode 2) but goodput is ~94 Mbit/s in every mode: the
-#     tbf backlog keeps the link busy while TSQ waits.
+#     tbf backlog keeps the link busy while TSQ waits (measured with one
+#     other VM on the 2-core host: 93.9 / 93.5 / 94.0 Mbit/s post / pre /
+#     kernel).  With three other VMs the guest CPU caps the flow at ~55
+#     Mbit/s and the 93% assertion fails: run it on a quiet host.
 # So the report's 5% gain is not reproduced here.  The test asserts what
 # it can: post-change at >= 93% of the goodput limit, post-change not below
 # pre-change beyond 1% noise (direction), the counters of the mechanism

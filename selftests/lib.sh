@@ -282,9 +282,9 @@ tests_done()
 	return $EXIT_STATUS
 }
 
-# cpu_calibrate: log how long 200k shell loop iterations take.  Under TCG a
-# guest whose host is busy (another VM) runs several times slower, paced
-# flows then lose rate; this line in the log tells such runs apart.
+# cpu_calibrate: log how long 200k shell loop iterations take (a record of
+# the guest's speed; under TCG about 5 s on the reference host, and it did
+# not clearly separate runs with another VM on the host from idle ones).
 cpu_calibrate()
 {
 	local t0 t1 i

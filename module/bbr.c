@@ -740,9 +740,10 @@ static size_t bbrx_get_info(struct sock *sk, u32 ext, int *attr,
 	info->bbr.bbr_bw_lo = (u32)bw;
 	info->bbr.bbr_bw_hi = (u32)(bw >> 32);
 	info->bbr.bbr_min_rtt = b->min_rtt_us;
-	info->bbr.bbr_pacing_gain = (b->pacing_gain << DIAG_GAIN_SHIFT) /
-				    GAIN_UNIT;
-	info->bbr.bbr_cwnd_gain = (b->cwnd_gain << DIAG_GAIN_SHIFT) / GAIN_UNIT;
+	info->bbr.bbr_pacing_gain = DIV_ROUND_CLOSEST(b->pacing_gain << DIAG_GAIN_SHIFT,
+						      GAIN_UNIT);
+	info->bbr.bbr_cwnd_gain = DIV_ROUND_CLOSEST(b->cwnd_gain << DIAG_GAIN_SHIFT,
+						    GAIN_UNIT);
 	*attr = INET_DIAG_BBRINFO;
 	return sizeof(info->bbr);
 }

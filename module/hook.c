@@ -162,26 +162,40 @@ bool bbrx_hook_installed(enum bbrx_hook_id id)
 	return READ_ONCE(bbrx_hooks[id].state) == BBRX_HOOK_INSTALLED;
 }
 
+/* kallsyms_lookup_name() is not exported since 5.7; found once at load. */
+static unsigned long (*bbrx_kallsyms_lookup_name)(const char *name);
+
+/*
+ * The kprobe API resolves names for us. Only kallsyms_lookup_name() itself
+ * is probed (briefly, with no handlers): never a hot TCP function while
+ * traffic runs through it.
+ */
+static int bbrx_hook_resolver_init(void)
+{
+	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };
+	int err;
+
+	err = register_kprobe(&kp);
+	if (err < 0)
+		return err;
+	unregister_kprobe(&kp);
+	if (!bbrx_indirect_call_ok((unsigned long)kp.addr))
+		return -ENOEXEC;
+	bbrx_kallsyms_lookup_name = (void *)kp.addr;
+	return 0;
+}
+
 /**
  * bbrx_hook_resolve() - address of a kernel symbol, exported or not
  * @symbol: exact kallsyms name (local names with suffixes, e.g. ".isra.0")
  *
- * kallsyms_lookup_name() is not exported since 5.7; the kprobe API resolves
- * names through it for us. The temporary kprobe has no handlers and is
- * removed at once.
- *
- * Return: the address, or 0 if the symbol does not exist or cannot be probed.
+ * Return: the address, or 0 if the symbol does not exist or no resolver.
  */
 unsigned long bbrx_hook_resolve(const char *symbol)
 {
-	struct kprobe kp = { .symbol_name = symbol };
-	unsigned long addr;
-
-	if (register_kprobe(&kp) < 0)
+	if (!bbrx_kallsyms_lookup_name)
 		return 0;
-	addr = (unsigned long)kp.addr;
-	unregister_kprobe(&kp);
-	return addr;
+	return bbrx_kallsyms_lookup_name(symbol);
 }
 
 /*
@@ -270,6 +284,8 @@ int bbrx_hooks_install(void)
 {
 	int i, err;
 
+	if (bbrx_hook_resolver_init())
+		pr_warn("bbrx: kallsyms_lookup_name not found: every hook will be refused\n");
 	err = bbrx_autocork_prepare();
 	if (err)
 		return err;

@@ -103,6 +103,9 @@ int bbrx_hooks_install(void);
 void bbrx_hooks_remove(void);
 bool bbrx_hook_installed(enum bbrx_hook_id id);
 const char *bbrx_hook_name(enum bbrx_hook_id id);
+void bbrx_hook_lock(void);
+void bbrx_hook_unlock(void);
+void bbrx_hook_users(unsigned long mask, int delta);
 unsigned long bbrx_hook_resolve(const char *symbol);
 int bbrx_hooks_net_init(struct net *net);
 void bbrx_hooks_net_exit(struct net *net);
@@ -158,6 +161,7 @@ int bbrx_delack_verify(unsigned long addr, char *reason, size_t len);
 
 /* sysctl.c */
 void bbrx_sysctl_defaults(struct bbrx_net *bn);
+void bbrx_sysctl_policies_off(struct bbrx_net *bn);
 int bbrx_sysctl_net_init(struct net *net, struct bbrx_net *bn);
 void bbrx_sysctl_net_exit(struct bbrx_net *bn);
 

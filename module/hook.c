@@ -30,8 +30,10 @@
  */
 #include <linux/ftrace.h>
 #include <linux/kprobes.h>
+#include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/mutex.h>
 #include <linux/proc_fs.h>
 #include <linux/rcupdate.h>
 #include <linux/seq_file.h>
@@ -63,6 +65,8 @@ struct bbrx_hook {
 	void *redirect;		/* REDIRECT: replacement with the target's ABI */
 	void (*entry)(struct sock *sk);		/* ENTRY */
 	struct kprobe *kp;	/* KPROBE: .offset set by verify */
+	bool lazy;		/* armed only while a netns policy needs it */
+	int users;		/* netns whose policy needs it (bbrx_hook_mutex) */
 
 	enum bbrx_hook_state state;
 	unsigned long addr;
@@ -108,6 +112,8 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 		.kind = BBRX_HOOK_KPROBE,
 		.verify = bbrx_delack_verify,
 		.kp = &bbrx_delack_kp,
+		/* an int3 per >= MSS PSH segment host-wide: not at policy 0 */
+		.lazy = true,
 	},
 };
 
@@ -220,6 +226,55 @@ const char *bbrx_hook_name(enum bbrx_hook_id id)
 	return bbrx_hooks[id].name;
 }
 
+/* Serialises policy writes that change how many netns need a hook. */
+static DEFINE_MUTEX(bbrx_hook_mutex);
+
+/**
+ * bbrx_hook_lock() - take the mutex policy changes hold
+ *
+ * Process context only (sysctl writes, netns teardown); may sleep.
+ */
+void bbrx_hook_lock(void)
+{
+	mutex_lock(&bbrx_hook_mutex);
+}
+
+/**
+ * bbrx_hook_unlock() - release it
+ */
+void bbrx_hook_unlock(void)
+{
+	mutex_unlock(&bbrx_hook_mutex);
+}
+
+/**
+ * bbrx_hook_users() - a netns starts or stops needing some hooks
+ * @mask: BIT(hook id) of the hooks its policy uses
+ * @delta: +1 when the policy leaves 0, -1 when it returns to 0
+ *
+ * Lazy hooks are armed while at least one netns needs them, so a policy at
+ * 0 everywhere costs nothing. Caller holds bbrx_hook_lock().
+ */
+void bbrx_hook_users(unsigned long mask, int delta)
+{
+	int id;
+
+	lockdep_assert_held(&bbrx_hook_mutex);
+	for_each_set_bit(id, &mask, BBRX_HOOK_MAX) {
+		struct bbrx_hook *h = &bbrx_hooks[id];
+
+		h->users += delta;
+		if (WARN_ON_ONCE(h->users < 0))
+			h->users = 0;
+		if (!h->lazy || h->state != BBRX_HOOK_INSTALLED)
+			continue;
+		if (delta > 0 && h->users == 1)
+			enable_kprobe(h->kp);
+		else if (delta < 0 && h->users == 0)
+			disable_kprobe(h->kp);
+	}
+}
+
 /* kallsyms_lookup_name() is not exported since 5.7; found once at load. */
 static unsigned long (*bbrx_kallsyms_lookup_name)(const char *name);
 
@@ -303,7 +358,11 @@ static void bbrx_hook_installed_msg(struct bbrx_hook *h)
 	pr_info("bbrx: hook %s (%s) installed\n", h->name, h->symbol);
 }
 
-/* The verifier may have set kp->offset (a probe inside the function). */
+/*
+ * The verifier set kp->offset (a probe inside the function). A lazy probe is
+ * registered disabled: verified and placed now, armed by the first policy
+ * that needs it (bbrx_hook_users()).
+ */
 static void bbrx_hook_install_kprobe(struct bbrx_hook *h)
 {
 	struct kprobe *kp = h->kp;
@@ -311,6 +370,8 @@ static void bbrx_hook_install_kprobe(struct bbrx_hook *h)
 
 	kp->addr = (kprobe_opcode_t *)h->addr;
 	kp->symbol_name = NULL;
+	if (h->lazy)
+		kp->flags |= KPROBE_FLAG_DISABLED;
 	err = register_kprobe(kp);
 	if (err) {
 		bbrx_hook_refuse(h, "register_kprobe at +%#x: %d", kp->offset,
@@ -426,7 +487,10 @@ void bbrx_hooks_remove(void)
 		synchronize_rcu_tasks();
 }
 
-/* /proc/net/bbrx_hooks: "hook symbol state[: reason]", one hook per line. */
+/*
+ * /proc/net/bbrx_hooks: "hook symbol state[: reason]", one hook per line;
+ * lazy hooks add " armed=0|1".
+ */
 static int bbrx_hooks_show(struct seq_file *seq, void *v)
 {
 	int i;
@@ -438,6 +502,8 @@ static int bbrx_hooks_show(struct seq_file *seq, void *v)
 			   bbrx_hook_state_names[READ_ONCE(h->state)]);
 		if (h->state == BBRX_HOOK_REFUSED)
 			seq_printf(seq, ": %s", h->reason);
+		else if (h->state == BBRX_HOOK_INSTALLED && h->lazy)
+			seq_printf(seq, " armed=%d", READ_ONCE(h->users) > 0);
 		seq_putc(seq, '\n');
 	}
 	return 0;

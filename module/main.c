@@ -51,12 +51,7 @@ err_stats:
  */
 static void __net_exit bbrx_net_pre_exit(struct net *net)
 {
-	struct bbrx_net *bn = bbrx_pernet(net);
-
-	WRITE_ONCE(bn->autocork, BBRX_POLICY_KERNEL);
-	WRITE_ONCE(bn->tsq, BBRX_POLICY_KERNEL);
-	WRITE_ONCE(bn->rcvbuf, BBRX_POLICY_KERNEL);
-	WRITE_ONCE(bn->delack, BBRX_POLICY_KERNEL);
+	bbrx_sysctl_policies_off(bbrx_pernet(net));
 }
 
 static void __net_exit bbrx_net_exit(struct net *net)

@@ -100,14 +100,14 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 		.extra1 = &p->min,
 		.extra2 = &p->max,
 	};
-	int err;
+
+	int *cur = table->data;
+	int err, id;
 
 	err = proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos);
 	if (err || !write)
 		return err;
 	if (val != BBRX_POLICY_KERNEL) {
-		int id;
-
 		for_each_set_bit(id, &p->hooks, BBRX_HOOK_MAX) {
 			if (bbrx_hook_installed(id))
 				continue;
@@ -116,7 +116,11 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 			return -EOPNOTSUPP;
 		}
 	}
-	WRITE_ONCE(*(int *)table->data, val);
+	bbrx_hook_lock();
+	if (!*cur != !val)	/* leaves or returns to BBRX_POLICY_KERNEL (0) */
+		bbrx_hook_users(p->hooks, val ? 1 : -1);
+	WRITE_ONCE(*cur, val);
+	bbrx_hook_unlock();
 	return 0;
 }
 
@@ -130,6 +134,30 @@ void bbrx_sysctl_defaults(struct bbrx_net *bn)
 
 	for (i = 0; i < ARRAY_SIZE(bbrx_params); i++)
 		*bbrx_param_ptr(bn, &bbrx_params[i]) = bbrx_params[i].def;
+}
+
+/**
+ * bbrx_sysctl_policies_off() - set every hook policy of a dying netns to 0
+ * @bn: per-netns state
+ *
+ * Kernel sockets of a netns being dismantled may still send; from here on
+ * the hooks leave them to the kernel, and lazy hooks lose this user.
+ */
+void bbrx_sysctl_policies_off(struct bbrx_net *bn)
+{
+	int i;
+
+	bbrx_hook_lock();
+	for (i = 0; i < ARRAY_SIZE(bbrx_params); i++) {
+		const struct bbrx_param *p = &bbrx_params[i];
+		int *v = bbrx_param_ptr(bn, p);
+
+		if (!p->hooks || *v == BBRX_POLICY_KERNEL)
+			continue;
+		bbrx_hook_users(p->hooks, -1);
+		WRITE_ONCE(*v, BBRX_POLICY_KERNEL);
+	}
+	bbrx_hook_unlock();
 }
 
 /**

@@ -33,6 +33,10 @@ enum bbrx_stat_item {
 	BBRX_STAT_TSQ_THROTTLED,	/* TSQ throttled the socket */
 	BBRX_STAT_TSQ_SINGLE_SKB,	/* sent: rtx queue held one skb */
 	BBRX_STAT_TSQ_WITHHELD,		/* single-skb shortcut refused */
+	BBRX_STAT_RCVBUF_SIZED,		/* sk_rcvbuf raised at establishment */
+	BBRX_STAT_RCVBUF_GROWN,		/* growth re-sized with per_mss */
+	BBRX_STAT_DELACK_PUSH_MARKED,	/* >= rcv_mss PSH marked (policy 1) */
+	BBRX_STAT_DELACK_PUSH_SUPPRESSED, /* >= rcv_mss PSH: no PUSHED mark */
 	BBRX_STAT_MAX
 };
 
@@ -59,6 +63,8 @@ struct bbrx_net {
 	int pacing_shift;
 	int autocork;		/* enum bbrx_policy, 3 = never cork */
 	int tsq;		/* enum bbrx_policy */
+	int rcvbuf;		/* 0 kernel, 1 per_mss */
+	int delack;		/* enum bbrx_policy */
 
 	struct bbrx_mib __percpu *mib;
 	struct ctl_table_header *sysctl_hdr;
@@ -86,6 +92,9 @@ void bbrx_cc_unregister(void);
 enum bbrx_hook_id {
 	BBRX_HOOK_AUTOCORK,
 	BBRX_HOOK_TSQ,
+	BBRX_HOOK_RCVBUF,
+	BBRX_HOOK_RCVBUF_GROW,
+	BBRX_HOOK_DELACK,
 	BBRX_HOOK_MAX
 };
 
@@ -93,12 +102,17 @@ enum bbrx_hook_id {
 int bbrx_hooks_install(void);
 void bbrx_hooks_remove(void);
 bool bbrx_hook_installed(enum bbrx_hook_id id);
+const char *bbrx_hook_name(enum bbrx_hook_id id);
 unsigned long bbrx_hook_resolve(const char *symbol);
 int bbrx_hooks_net_init(struct net *net);
 void bbrx_hooks_net_exit(struct net *net);
 bool bbrx_hook_fault(enum bbrx_hook_id id);
 int bbrx_hook_match(unsigned long addr, size_t off, const u8 *pat, size_t len,
 		    bool fault, char *reason, size_t rlen);
+int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
+		     size_t rlen);
+long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
+		    const u8 *pat, size_t len, bool fault);
 
 /**
  * bbrx_sk_in_scope() - does a hook act on this socket at all?
@@ -129,6 +143,18 @@ bool bbrx_tsq_wants(struct sock *sk);
 bool bbrx_tsq_small_queue_check(struct sock *sk, unsigned int truesize,
 				unsigned int factor);
 int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len);
+
+/* rcvbuf.c */
+struct kretprobe;
+extern struct kretprobe bbrx_rcvbuf_grow_krp;
+void bbrx_rcvbuf_init_transfer(struct sock *sk);
+int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len);
+int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len);
+
+/* delack.c */
+struct kprobe;
+extern struct kprobe bbrx_delack_kp;
+int bbrx_delack_verify(unsigned long addr, char *reason, size_t len);
 
 /* sysctl.c */
 void bbrx_sysctl_defaults(struct bbrx_net *bn);

@@ -2,22 +2,28 @@
 /*
  * bbrx hook framework: hooks declared as data, verified, then installed.
  *
- * Each hook is one row of bbrx_hooks[]: the kernel function it redirects (by
- * exact symbol name), a verifier that checks the shape the replacement
- * depends on (calling convention, instruction bytes, struct offsets), the
- * replacement, and a fast "wants" test on the socket argument. At load every
- * hook is resolved, verified and installed as an ftrace IPMODIFY redirect
- * (the mechanism livepatch uses), or refused with one dmesg line; a refused
- * hook never stops the module or the congestion control.
+ * Each hook is one row of bbrx_hooks[]: the kernel function it acts on (by
+ * exact symbol name), a verifier that checks the shape the handler depends
+ * on (calling convention, instruction bytes, struct offsets), and one of
+ * four mechanisms, the least invasive that does the job:
  *
- * The redirect thunk runs at the target's fentry: for sockets out of scope or
- * with the policy at 0 it returns at once and the kernel's own function runs;
- * otherwise execution continues in our replacement, which is written from
- * what the function must do, not copied.
+ *   REDIRECT   ftrace IPMODIFY redirect to our replacement (the mechanism
+ *              livepatch uses), when a "wants" test on the socket says so
+ *   ENTRY      plain ftrace callback at the target's fentry (reads/sets
+ *              socket fields before the function runs)
+ *   KPROBE     a kprobe the hook's file provides (e.g. one that skips one
+ *              verified instruction)
+ *   KRETPROBE  a kretprobe the hook's file provides (acts on the result)
  *
- * Removal: unregister_ftrace_function() stops new entries, then
- * synchronize_rcu_tasks() waits until no task can still be running the thunk
- * or a replacement, before the module text goes away.
+ * At load every hook is resolved, verified and installed, or refused with
+ * one dmesg line; a refused hook never stops the module or the congestion
+ * control. Handlers return at their first branch for sockets out of scope or
+ * a policy at 0; replacements are written from what the function must do,
+ * not copied.
+ *
+ * Removal: unregister_ftrace_function() / unregister_k(ret)probe() stop new
+ * entries, then synchronize_rcu_tasks() waits until no task can still be
+ * running a thunk, handler or replacement, before the module text goes away.
  */
 #include <linux/ftrace.h>
 #include <linux/kprobes.h>
@@ -39,12 +45,23 @@ enum bbrx_hook_state {
 	BBRX_HOOK_DISABLED,
 };
 
+enum bbrx_hook_kind {
+	BBRX_HOOK_REDIRECT,
+	BBRX_HOOK_ENTRY,
+	BBRX_HOOK_KPROBE,
+	BBRX_HOOK_KRETPROBE,
+};
+
 struct bbrx_hook {
-	const char *name;	/* policy sysctl and module parameter name */
+	const char *name;	/* module parameter and status file name */
 	const char *symbol;	/* exact kallsyms name of the target */
+	enum bbrx_hook_kind kind;
 	int (*verify)(unsigned long addr, char *reason, size_t len);
-	bool (*wants)(struct sock *sk);
-	void *redirect;		/* replacement with the target's ABI */
+	bool (*wants)(struct sock *sk);		/* REDIRECT */
+	void *redirect;		/* REDIRECT: replacement with the target's ABI */
+	void (*entry)(struct sock *sk);		/* ENTRY */
+	struct kprobe *kp;	/* KPROBE: .offset may be set by verify */
+	struct kretprobe *krp;	/* KRETPROBE */
 
 	enum bbrx_hook_state state;
 	unsigned long addr;
@@ -56,6 +73,7 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 	[BBRX_HOOK_AUTOCORK] = {
 		.name = "autocork",
 		.symbol = "tcp_push",
+		.kind = BBRX_HOOK_REDIRECT,
 		.verify = bbrx_autocork_verify,
 		.wants = bbrx_autocork_wants,
 		.redirect = bbrx_autocork_tcp_push,
@@ -63,9 +81,31 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 	[BBRX_HOOK_TSQ] = {
 		.name = "tsq",
 		.symbol = "tcp_small_queue_check.isra.0",
+		.kind = BBRX_HOOK_REDIRECT,
 		.verify = bbrx_tsq_verify,
 		.wants = bbrx_tsq_wants,
 		.redirect = bbrx_tsq_small_queue_check,
+	},
+	[BBRX_HOOK_RCVBUF] = {
+		.name = "rcvbuf",
+		.symbol = "tcp_init_transfer",
+		.kind = BBRX_HOOK_ENTRY,
+		.verify = bbrx_rcvbuf_verify,
+		.entry = bbrx_rcvbuf_init_transfer,
+	},
+	[BBRX_HOOK_RCVBUF_GROW] = {
+		.name = "rcvbuf_grow",
+		.symbol = "tcp_rcv_space_adjust",
+		.kind = BBRX_HOOK_KRETPROBE,
+		.verify = bbrx_rcvbuf_grow_verify,
+		.krp = &bbrx_rcvbuf_grow_krp,
+	},
+	[BBRX_HOOK_DELACK] = {
+		.name = "delack",
+		.symbol = "tcp_event_data_recv",
+		.kind = BBRX_HOOK_KPROBE,
+		.verify = bbrx_delack_verify,
+		.kp = &bbrx_delack_kp,
 	},
 };
 
@@ -87,7 +127,7 @@ static const char * const bbrx_hook_state_names[] = {
  * is not yet explained (see README); `modprobe tcp_bbrx disable=` installs
  * every hook.
  */
-static unsigned long bbrx_disable_mask = BIT(BBRX_HOOK_AUTOCORK) | BIT(BBRX_HOOK_TSQ);
+static unsigned long bbrx_disable_mask = BIT(BBRX_HOOK_MAX) - 1;
 static unsigned long bbrx_fault_mask;
 
 static int bbrx_hook_mask_set(const char *val, const struct kernel_param *kp)
@@ -108,7 +148,7 @@ static int bbrx_hook_mask_set(const char *val, const struct kernel_param *kp)
 			if (!strcmp(tok, bbrx_hooks[i].name))
 				break;
 		if (i == BBRX_HOOK_MAX) {
-			pr_err("bbrx: %s: unknown hook \"%s\" (known: autocork, tsq)\n",
+			pr_err("bbrx: %s: unknown hook \"%s\" (known: autocork, tsq, rcvbuf, rcvbuf_grow, delack)\n",
 			       kp->name, tok);
 			err = -EINVAL;
 			break;
@@ -140,7 +180,7 @@ static const struct kernel_param_ops bbrx_hook_mask_ops = {
 };
 
 module_param_cb(disable, &bbrx_hook_mask_ops, &bbrx_disable_mask, 0444);
-MODULE_PARM_DESC(disable, "Hooks not to install, comma-separated (default autocork,tsq; empty installs all)");
+MODULE_PARM_DESC(disable, "Hooks not to install, comma-separated (default: all; empty installs all)");
 module_param_cb(fault_verify, &bbrx_hook_mask_ops, &bbrx_fault_mask, 0444);
 MODULE_PARM_DESC(fault_verify,
 		 "Test only: hooks whose verifier expects a wrong pattern and refuses");
@@ -165,6 +205,17 @@ bool bbrx_hook_fault(enum bbrx_hook_id id)
 bool bbrx_hook_installed(enum bbrx_hook_id id)
 {
 	return READ_ONCE(bbrx_hooks[id].state) == BBRX_HOOK_INSTALLED;
+}
+
+/**
+ * bbrx_hook_name() - the name of a hook in the status file and parameters
+ * @id: the hook
+ *
+ * Return: a static string.
+ */
+const char *bbrx_hook_name(enum bbrx_hook_id id)
+{
+	return bbrx_hooks[id].name;
 }
 
 /* kallsyms_lookup_name() is not exported since 5.7; found once at load. */
@@ -220,6 +271,17 @@ static void notrace bbrx_hook_thunk(unsigned long ip, unsigned long parent_ip,
 	ftrace_instruction_pointer_set(fregs, (unsigned long)h->redirect);
 }
 
+/* ENTRY hooks: a callback at the target's fentry, the function then runs. */
+static void notrace bbrx_hook_entry_thunk(unsigned long ip,
+					  unsigned long parent_ip,
+					  struct ftrace_ops *ops,
+					  struct ftrace_regs *fregs)
+{
+	struct bbrx_hook *h = container_of(ops, struct bbrx_hook, fops);
+
+	h->entry((struct sock *)bbrx_fregs_arg0(fregs));
+}
+
 static __printf(2, 3) void bbrx_hook_refuse(struct bbrx_hook *h,
 					    const char *fmt, ...)
 {
@@ -231,6 +293,44 @@ static __printf(2, 3) void bbrx_hook_refuse(struct bbrx_hook *h,
 	h->state = BBRX_HOOK_REFUSED;
 	pr_warn("bbrx: hook %s (%s) refused: %s\n", h->name, h->symbol,
 		h->reason);
+}
+
+static void bbrx_hook_installed_msg(struct bbrx_hook *h)
+{
+	WRITE_ONCE(h->state, BBRX_HOOK_INSTALLED);
+	pr_info("bbrx: hook %s (%s) installed\n", h->name, h->symbol);
+}
+
+/* The verifier may have set kp->offset (a probe inside the function). */
+static void bbrx_hook_install_kprobe(struct bbrx_hook *h)
+{
+	struct kprobe *kp = h->kp;
+	int err;
+
+	kp->addr = (kprobe_opcode_t *)h->addr;
+	kp->symbol_name = NULL;
+	err = register_kprobe(kp);
+	if (err) {
+		bbrx_hook_refuse(h, "register_kprobe at +%#x: %d", kp->offset,
+				 err);
+		return;
+	}
+	bbrx_hook_installed_msg(h);
+}
+
+static void bbrx_hook_install_kretprobe(struct bbrx_hook *h)
+{
+	struct kretprobe *krp = h->krp;
+	int err;
+
+	krp->kp.addr = (kprobe_opcode_t *)h->addr;
+	krp->kp.symbol_name = NULL;
+	err = register_kretprobe(krp);
+	if (err) {
+		bbrx_hook_refuse(h, "register_kretprobe: %d", err);
+		return;
+	}
+	bbrx_hook_installed_msg(h);
 }
 
 static void bbrx_hook_install(struct bbrx_hook *h, int id)
@@ -255,8 +355,22 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 		return;
 	}
 
-	h->fops.func = bbrx_hook_thunk;
-	h->fops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY;
+	switch (h->kind) {
+	case BBRX_HOOK_KPROBE:
+		bbrx_hook_install_kprobe(h);
+		return;
+	case BBRX_HOOK_KRETPROBE:
+		bbrx_hook_install_kretprobe(h);
+		return;
+	case BBRX_HOOK_ENTRY:
+		h->fops.func = bbrx_hook_entry_thunk;
+		h->fops.flags = FTRACE_OPS_FL_SAVE_REGS;
+		break;
+	case BBRX_HOOK_REDIRECT:
+		h->fops.func = bbrx_hook_thunk;
+		h->fops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY;
+		break;
+	}
 	err = ftrace_set_filter_ip(&h->fops, h->addr, 0, 0);
 	if (err) {
 		bbrx_hook_refuse(h, "not traceable (ftrace_set_filter_ip: %d)",
@@ -273,8 +387,7 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 			bbrx_hook_refuse(h, "register_ftrace_function: %d", err);
 		return;
 	}
-	WRITE_ONCE(h->state, BBRX_HOOK_INSTALLED);
-	pr_info("bbrx: hook %s (%s) installed\n", h->name, h->symbol);
+	bbrx_hook_installed_msg(h);
 }
 
 /**
@@ -315,8 +428,21 @@ void bbrx_hooks_remove(void)
 		if (h->state != BBRX_HOOK_INSTALLED)
 			continue;
 		WRITE_ONCE(h->state, BBRX_HOOK_NEW);
-		unregister_ftrace_function(&h->fops);
-		ftrace_set_filter_ip(&h->fops, h->addr, 1, 0);
+		switch (h->kind) {
+		case BBRX_HOOK_KPROBE:
+			unregister_kprobe(h->kp);
+			break;
+		case BBRX_HOOK_KRETPROBE:
+			unregister_kretprobe(h->krp);
+			if (h->krp->nmissed)
+				pr_info("bbrx: hook %s missed %d calls (maxactive %d)\n",
+					h->name, h->krp->nmissed,
+					h->krp->maxactive);
+			break;
+		default:
+			unregister_ftrace_function(&h->fops);
+			ftrace_set_filter_ip(&h->fops, h->addr, 1, 0);
+		}
 		any = true;
 	}
 	if (any)
@@ -398,4 +524,80 @@ int bbrx_hook_match(unsigned long addr, size_t off, const u8 *pat, size_t len,
 		}
 	}
 	return 0;
+}
+
+/**
+ * bbrx_hook_find() - find a byte pattern in kernel text
+ * @addr: function address
+ * @start: first offset searched, bytes
+ * @end: offset where the search stops (the pattern lies before it), bytes
+ * @pat: expected bytes
+ * @len: pattern length, at most 32
+ * @fault: expect a deliberately wrong pattern (fault_verify)
+ *
+ * For verifiers that must find one instruction in a function whose layout
+ * varies between builds (the PSH branch of an inlined helper, for example).
+ *
+ * Return: the offset of the only occurrence, -ENOENT if none, -E2BIG if more
+ * than one (the hook cannot know which one it would act on), -EFAULT if the
+ * text is unreadable.
+ */
+long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
+		    const u8 *pat, size_t len, bool fault)
+{
+	u8 text[64];
+	long found = -ENOENT;
+	size_t off, i;
+
+	if (WARN_ON_ONCE(len > 32 || !len))
+		return -EINVAL;
+	if (fault)
+		return -ENOENT;	/* what a different build would show */
+	/* Windows of 64 bytes overlapping by len - 1. */
+	for (off = start; off + len <= end; off += sizeof(text) - (len - 1)) {
+		size_t n = min(sizeof(text), end - off);
+
+		if (copy_from_kernel_nofault(text, (void *)(addr + off), n))
+			return -EFAULT;
+		for (i = 0; i + len <= n; i++) {
+			if (memcmp(text + i, pat, len))
+				continue;
+			if (found >= 0 && found != off + i)
+				return -E2BIG;
+			found = off + i;
+		}
+	}
+	return found;
+}
+
+/**
+ * bbrx_hook_fentry() - does a function start with its ftrace site?
+ * @addr: function address
+ * @fault: expect a deliberately wrong pattern (fault_verify)
+ * @reason: set to why not
+ * @rlen: size of @reason
+ *
+ * The site is "call __fentry__" while traced and the 5-byte NOP ftrace
+ * writes over it otherwise; either means the compiler kept the function
+ * whole (not a clone with another ABI) and ftrace manages its entry.
+ *
+ * Return: 0, or -ENOEXEC (-EFAULT if unreadable) with @reason.
+ */
+int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
+		     size_t rlen)
+{
+	static const u8 nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	u8 text[sizeof(nop5)];
+
+	if (copy_from_kernel_nofault(text, (void *)addr, sizeof(text))) {
+		snprintf(reason, rlen, "entry unreadable");
+		return -EFAULT;
+	}
+	if (fault)
+		text[0] ^= 0xff;
+	if (text[0] == 0xe8 || !memcmp(text, nop5, sizeof(nop5)))
+		return 0;
+	snprintf(reason, rlen, "no ftrace site at entry (%*ph)",
+		 (int)sizeof(text), text);
+	return -ENOEXEC;
 }

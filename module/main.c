@@ -55,6 +55,8 @@ static void __net_exit bbrx_net_pre_exit(struct net *net)
 
 	WRITE_ONCE(bn->autocork, BBRX_POLICY_KERNEL);
 	WRITE_ONCE(bn->tsq, BBRX_POLICY_KERNEL);
+	WRITE_ONCE(bn->rcvbuf, BBRX_POLICY_KERNEL);
+	WRITE_ONCE(bn->delack, BBRX_POLICY_KERNEL);
 }
 
 static void __net_exit bbrx_net_exit(struct net *net)

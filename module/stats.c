@@ -28,6 +28,10 @@ static const char * const bbrx_stat_names[BBRX_STAT_MAX] = {
 	[BBRX_STAT_TSQ_THROTTLED]	= "TsqThrottled",
 	[BBRX_STAT_TSQ_SINGLE_SKB]	= "TsqSingleSkb",
 	[BBRX_STAT_TSQ_WITHHELD]	= "TsqWithheld",
+	[BBRX_STAT_RCVBUF_SIZED]	= "RcvbufSized",
+	[BBRX_STAT_RCVBUF_GROWN]	= "RcvbufGrown",
+	[BBRX_STAT_DELACK_PUSH_MARKED]	= "DelackPushMarked",
+	[BBRX_STAT_DELACK_PUSH_SUPPRESSED] = "DelackPushSuppressed",
 };
 
 static int bbrx_stat_show(struct seq_file *seq, void *v)

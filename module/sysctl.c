@@ -23,20 +23,20 @@ struct bbrx_param {
 	int def;
 	int min;		/* extra1/extra2 of proc_dointvec_minmax */
 	int max;
-	int hook;		/* hook a non-zero value needs, or -1 */
+	unsigned long hooks;	/* hooks (bits) a non-zero value needs */
 };
 
 #define BBRX_PARAM(field, d, lo, hi) {				\
 	.name = #field,						\
 	.offset = offsetof(struct bbrx_net, field),		\
-	.def = d, .min = lo, .max = hi, .hook = -1,		\
+	.def = d, .min = lo, .max = hi, .hooks = 0,		\
 }
 
-#define BBRX_POLICY(field, lo, hi, h) {				\
+#define BBRX_POLICY(field, lo, hi, mask) {			\
 	.name = #field,						\
 	.offset = offsetof(struct bbrx_net, field),		\
 	.def = BBRX_POLICY_KERNEL, .min = lo, .max = hi,	\
-	.hook = h,						\
+	.hooks = mask,						\
 }
 
 /*
@@ -70,9 +70,14 @@ static struct bbrx_param bbrx_params[] = {
 	/* sk_pacing_shift of bbrx sockets: goal = pacing_rate >> shift bytes */
 	BBRX_PARAM(pacing_shift, 10, 4, 16),
 	/* 0 kernel, 1 post-114f39feab36, 2 pre (4.15 regression), 3 never */
-	BBRX_POLICY(autocork, 0, 3, BBRX_HOOK_AUTOCORK),
+	BBRX_POLICY(autocork, 0, 3, BIT(BBRX_HOOK_AUTOCORK)),
 	/* 0 kernel, 1 single-skb shortcut (Oct 2023), 2 without it */
-	BBRX_POLICY(tsq, 0, 2, BBRX_HOOK_TSQ),
+	BBRX_POLICY(tsq, 0, 2, BIT(BBRX_HOOK_TSQ)),
+	/* 0 kernel, 1 per-MSS initial size and growth (2013 proposal) */
+	BBRX_POLICY(rcvbuf, 0, 1,
+		    BIT(BBRX_HOOK_RCVBUF) | BIT(BBRX_HOOK_RCVBUF_GROW)),
+	/* 0 kernel, 1 post-4720852ed9af (PSH >= rcv_mss ACKs at read), 2 pre */
+	BBRX_POLICY(delack, 0, 2, BIT(BBRX_HOOK_DELACK)),
 };
 
 static int *bbrx_param_ptr(struct bbrx_net *bn, const struct bbrx_param *p)
@@ -100,10 +105,16 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 	err = proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos);
 	if (err || !write)
 		return err;
-	if (val != BBRX_POLICY_KERNEL && !bbrx_hook_installed(p->hook)) {
-		pr_warn_ratelimited("bbrx: net.ipv4.bbrx.%s=%d needs hook %s, which is not installed (see /proc/net/bbrx_hooks)\n",
-				    p->name, val, p->name);
-		return -EOPNOTSUPP;
+	if (val != BBRX_POLICY_KERNEL) {
+		int id;
+
+		for_each_set_bit(id, &p->hooks, BBRX_HOOK_MAX) {
+			if (bbrx_hook_installed(id))
+				continue;
+			pr_warn_ratelimited("bbrx: net.ipv4.bbrx.%s=%d needs hook %s, which is not installed (see /proc/net/bbrx_hooks)\n",
+					    p->name, val, bbrx_hook_name(id));
+			return -EOPNOTSUPP;
+		}
 	}
 	WRITE_ONCE(*(int *)table->data, val);
 	return 0;
@@ -146,7 +157,7 @@ int bbrx_sysctl_net_init(struct net *net, struct bbrx_net *bn)
 		table[i].data = bbrx_param_ptr(bn, p);
 		table[i].maxlen = sizeof(int);
 		table[i].mode = 0644;
-		if (p->hook < 0) {
+		if (!p->hooks) {
 			table[i].proc_handler = proc_dointvec_minmax;
 			table[i].extra1 = &p->min;
 			table[i].extra2 = &p->max;

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Receive-buffer policy: net.ipv4.bbrx.rcvbuf, the per-MSS sizing of the
+ * 2013 proposal "tcp: rcvbuf autotuning improvements" (Eric Dumazet's
+ * netdev series; not merged in that form).
+ *
+ * With TSO/GSO off at the sender every segment is its own skb, and each
+ * costs a power-of-two slab object plus an sk_buff, more than the kernel's
+ * SKB_TRUESIZE(advmss + MAX_TCP_HEADER) estimate; receivers with default
+ * settings were then window-limited at low and mid RTTs (1150 vs 2906 Mbit/s
+ * at 0 ms in the report). The proposal:
+ *
+ *   per_mss = roundup_pow_of_two(mss + MAX_TCP_HEADER +
+ *                                SKB_DATA_ALIGN(sizeof(skb_shared_info)))
+ *             + SKB_DATA_ALIGN(sizeof(struct sk_buff))
+ *   rcvmem  = 2 * init_rwnd * per_mss, * 4 when tcp_moderate_rcvbuf is on
+ *             (room for the 2-3 RTTs dynamic right-sizing needs to react)
+ *
+ * with mss = max(advmss, mss_cache) and init_rwnd = 20 segments for
+ * mss <= 1460, else max(1460 * 20 / mss, 2) (its tcp_default_init_rwnd(),
+ * gone from the kernel since 4.19).
+ *
+ *   0 kernel   sk_rcvbuf starts at tcp_rmem[1] (6.1)
+ *   1 per_mss  at establishment sk_rcvbuf = max(sk_rcvbuf, min(rcvmem,
+ *              tcp_rmem[2])); when tcp_rcv_space_adjust() grows the
+ *              buffer, the kernel's per-segment estimate is replaced by
+ *              per_mss. Never when the application set SO_RCVBUF.
+ *
+ * Mechanisms: an ftrace callback at the entry of tcp_init_transfer(), which
+ * runs on both sides at establishment right before tcp_init_buffer_space()
+ * derives window_clamp and rcvq_space from sk_rcvbuf; and a kretprobe on
+ * tcp_rcv_space_adjust() that rescales a growth it sees.
+ */
+#include <linux/kernel.h>
+#include <linux/kprobes.h>
+#include <linux/log2.h>
+#include <linux/skbuff.h>
+#include <net/tcp.h>
+
+#include "bbrx.h"
+
+/* The proposal's initial receive window, segments. */
+#define BBRX_INIT_RWND		20
+#define BBRX_INIT_RWND_MSS	1460
+
+static bool bbrx_rcvbuf_acts(struct sock *sk, struct bbrx_net *bn)
+{
+	return READ_ONCE(bn->rcvbuf) != BBRX_POLICY_KERNEL &&
+	       !(sk->sk_userlocks & SOCK_RCVBUF_LOCK) &&
+	       bbrx_sk_in_scope(sk, bn);
+}
+
+/* Memory one received MSS costs: power-of-two data + sk_buff, bytes. */
+static u32 bbrx_rcvbuf_per_mss(u32 mss)
+{
+	return roundup_pow_of_two(mss + MAX_TCP_HEADER +
+				  SKB_DATA_ALIGN(sizeof(struct skb_shared_info))) +
+	       SKB_DATA_ALIGN(sizeof(struct sk_buff));
+}
+
+static u32 bbrx_rcvbuf_mss(const struct tcp_sock *tp)
+{
+	return max_t(u32, tp->advmss, tp->mss_cache);
+}
+
+/**
+ * bbrx_rcvbuf_init_transfer() - size sk_rcvbuf per MSS at establishment
+ * @sk: the socket tcp_init_transfer() is about to finish setting up
+ *
+ * Runs at the entry of tcp_init_transfer(), so the kernel's own
+ * tcp_init_buffer_space() then derives window_clamp (tcp_full_space) and
+ * rcv_ssthresh from the larger buffer. The window scale and the initial
+ * window were fixed at SYN time and do not change.
+ */
+void bbrx_rcvbuf_init_transfer(struct sock *sk)
+{
+	struct bbrx_net *bn = bbrx_pernet(sock_net(sk));
+	const struct net *net = sock_net(sk);
+	u32 mss, rwnd, rcvmem;
+	int target;
+
+	if (!bbrx_rcvbuf_acts(sk, bn))
+		return;
+
+	mss = bbrx_rcvbuf_mss(tcp_sk(sk));
+	if (!mss)
+		return;
+	rwnd = BBRX_INIT_RWND;
+	if (mss > BBRX_INIT_RWND_MSS)
+		rwnd = max_t(u32, BBRX_INIT_RWND_MSS * BBRX_INIT_RWND / mss, 2);
+	rcvmem = 2 * rwnd * bbrx_rcvbuf_per_mss(mss);
+	if (READ_ONCE(net->ipv4.sysctl_tcp_moderate_rcvbuf))
+		rcvmem *= 4;
+
+	target = min_t(u32, rcvmem, READ_ONCE(net->ipv4.sysctl_tcp_rmem[2]));
+	if (target <= READ_ONCE(sk->sk_rcvbuf))
+		return;
+	WRITE_ONCE(sk->sk_rcvbuf, target);
+	bbrx_stat_inc(bn, BBRX_STAT_RCVBUF_SIZED);
+}
+
+/**
+ * bbrx_rcvbuf_verify() - check tcp_init_transfer() is the expected function
+ * @addr: its address
+ * @reason: set to why not
+ * @len: size of @reason
+ *
+ * The prototype is checked at build time against the headers; at run time
+ * only that ftrace can attach (the function starts with its fentry site).
+ *
+ * Return: 0, or -ENOEXEC with @reason.
+ */
+int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len)
+{
+	BUILD_BUG_ON(!__same_type(&tcp_init_transfer,
+				  void (*)(struct sock *, int, struct sk_buff *)));
+	return bbrx_hook_fentry(addr, bbrx_hook_fault(BBRX_HOOK_RCVBUF),
+				reason, len);
+}
+
+/**
+ * bbrx_rcvbuf_grow_verify() - check tcp_rcv_space_adjust() can be probed
+ * @addr: its address
+ * @reason: set to why not
+ * @len: size of @reason
+ *
+ * Return: 0, or -ENOEXEC with @reason.
+ */
+int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len)
+{
+	BUILD_BUG_ON(!__same_type(&tcp_rcv_space_adjust,
+				  void (*)(struct sock *)));
+	return bbrx_hook_fentry(addr, bbrx_hook_fault(BBRX_HOOK_RCVBUF_GROW),
+				reason, len);
+}
+
+struct bbrx_rcvbuf_call {
+	struct sock *sk;
+	int rcvbuf;		/* before the call, bytes */
+};
+
+static int bbrx_rcvbuf_grow_entry(struct kretprobe_instance *ri,
+				  struct pt_regs *regs)
+{
+	struct bbrx_rcvbuf_call *c = (void *)ri->data;
+	struct sock *sk = (struct sock *)regs->di;
+
+	if (!bbrx_rcvbuf_acts(sk, bbrx_pernet(sock_net(sk))))
+		return 1;	/* no return handler for this call */
+	c->sk = sk;
+	c->rcvbuf = READ_ONCE(sk->sk_rcvbuf);
+	return 0;
+}
+
+/*
+ * The kernel grew sk_rcvbuf to segs * rcvmem with rcvmem its own estimate
+ * (SKB_TRUESIZE(advmss + MAX_TCP_HEADER), raised in 128-byte steps until
+ * one segment fits the window); recover segs and charge per_mss instead.
+ */
+static int bbrx_rcvbuf_grow_ret(struct kretprobe_instance *ri,
+				struct pt_regs *regs)
+{
+	struct bbrx_rcvbuf_call *c = (void *)ri->data;
+	struct sock *sk = c->sk;
+	struct tcp_sock *tp = tcp_sk(sk);
+	int now = READ_ONCE(sk->sk_rcvbuf);
+	int rmem2 = READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_rmem[2]);
+	u32 rcvmem, segs;
+	u64 want;
+
+	if (now <= c->rcvbuf || now >= rmem2 || !tp->advmss)
+		return 0;
+	rcvmem = SKB_TRUESIZE(tp->advmss + MAX_TCP_HEADER);
+	while (tcp_win_from_space(sk, rcvmem) < tp->advmss)
+		rcvmem += 128;
+	segs = now / rcvmem;
+	want = min_t(u64, (u64)segs * bbrx_rcvbuf_per_mss(bbrx_rcvbuf_mss(tp)),
+		     rmem2);
+	if (want <= now)
+		return 0;
+	WRITE_ONCE(sk->sk_rcvbuf, (int)want);
+	tp->window_clamp = tcp_win_from_space(sk, (int)want);
+	bbrx_stat_inc(bbrx_pernet(sock_net(sk)), BBRX_STAT_RCVBUF_GROWN);
+	return 0;
+}
+
+struct kretprobe bbrx_rcvbuf_grow_krp = {
+	.entry_handler = bbrx_rcvbuf_grow_entry,
+	.handler = bbrx_rcvbuf_grow_ret,
+	.data_size = sizeof(struct bbrx_rcvbuf_call),
+};

@@ -5,8 +5,8 @@
  * sent and to when the receiving application read it (hook_delack.sh).
  *
  *   tcp_peer [-i IFNAME] [-C CC] [-b RCVBUF] [-w WARMUP] [-r ROUNDS]
- *            [-p PROBES] [-g GAP_MS] [-d READ_DELAY_MS] [-q QA_PAUSE_MS]
- *            [-t TIMEOUT_MS]
+ *            [-p PROBES] [-g GAP_MS] [-G REWARM_MS] [-d READ_DELAY_MS]
+ *            [-q QA_PAUSE_MS] [-t TIMEOUT_MS]
  *
  *   -i IFNAME  tun device to create (default tpeer0)
  *   -C CC      TCP_CONGESTION of the listening socket, inherited by the
@@ -20,9 +20,8 @@
  *              once and the delayed-ACK rules are never exercised.  A
  *              fixed buffer lets the warm-up grow the window to its clamp.
  *   -w N       warm-up: N full-MSS segments, sent two at a time, each pair
- *              waiting for its ACK, read by the application as they come
- *              (default 40: enough ACKs to end the quick-ACK phase, which
- *              lasts at most 16 ACKs)
+ *              waiting for its ACK and its read (default 40: enough ACKs
+ *              to end the quick-ACK phase, which lasts at most 16 ACKs)
  *   -r N       rounds of probes (default 5)
  *   -p LIST    probes of one round, comma separated, in this order
  *              (default nopsh,psh,short,qa):
@@ -36,9 +35,20 @@
  *   -g MS      pause after a probe is ACKed and read, before the next
  *              segment (default 10).  Keep data gaps far below the RTO
  *              (200 ms): a longer gap puts the receiver back in quick-ACK.
+ *   -G MS      stall guard (default 150, 0 = off).  An emulated guest can
+ *              stall for most of a second, also inside the write of a
+ *              segment; a receiver that sees a data gap longer than its
+ *              RTO (>= 200 ms) goes back to quick-ACK for up to 16 ACKs.
+ *              The gap of a segment is taken from before the previous
+ *              data write to after its own, an upper bound of what the
+ *              receiver saw.  A probe whose gap exceeds MS is marked
+ *              stale=1 and the peer warms up again before the next probe
+ *              (also when the gap already exceeds MS before a probe); a
+ *              warm-up pair with such a gap starts the warm-up count again.
  *   -d MS      the application waits MS after the data is readable before
  *              it reads, in the nopsh/psh/short probes (default 0)
- *   -q MS      QA_PAUSE_MS (default 5)
+ *   -q MS      QA_PAUSE_MS (default 15: an ACK sent on arrival or at the
+ *              setsockopt shows as about -15 ms after the read)
  *   -t MS      how long to wait for an ACK (default 1000)
  *
  * The program gives IFNAME 10.77.0.1/24 and brings it up (in the current
@@ -54,14 +64,15 @@
  *
  * Output (stdout), one line per event, key=value:
  *   handshake cc=CC mss=1460 ms=T
- *   warmup segs=N acks=A ms=T
+ *   warmup why=start|gap segs=N acks=A restarts=R ms=T
+ *   rewarm before=NAME round=R gap_ms=G
  *   probe=NAME round=R len=L psh=0|1 ack_after_send_ms=X
- *         ack_after_read_ms=Y read_after_send_ms=Z gap_ms=G acks=K
- *         [qa_after_send_ms=Q ack_after_qa_ms=W]
+ *         ack_after_read_ms=Y read_after_send_ms=Z gap_ms=G stale=0|1
+ *         acks=K [qa_after_send_ms=Q ack_after_qa_ms=W]
  *   info when=warmup|end rcv_mss=M ato_ms=A rcv_ssthresh=S rcv_space=B cc=CC
- * gap_ms is the time since the previous data segment was sent; acks is the
- * number of ACKs the kernel sent while the probe ran; an ACK that never came
- * is reported as "nan".  Exits 0 when every probe ran, 1 on errors.
+ * gap_ms is the probe's gap (see -G); acks is the number of ACKs the kernel
+ * sent while the probe ran; an ACK that never came is reported as "nan".
+ * Exits 0 when every probe ran, 1 on errors.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -111,7 +122,7 @@ static const char *ifname = "tpeer0";
 static const char *cc;
 static int rcvbuf = 65536;
 static int warmup = 40, rounds = 5, gap_ms = 10, read_delay_ms;
-static int qa_pause_ms = 5, timeout_ms = 1000;
+static int qa_pause_ms = 15, timeout_ms = 1000, rewarm_ms = 150;
 static char probes[256] = "nopsh,psh,short,qa";
 
 static int tun_fd;
@@ -121,7 +132,8 @@ static uint32_t peer_addr, local_addr;	/* network order */
 static uint16_t peer_port;
 static uint32_t snd_nxt, rcv_nxt;	/* peer's view */
 static uint32_t last_ack;
-static double t_last_data;
+static double t_data_start;	/* before the write of the last data segment */
+static int need_rewarm;
 
 static void die(const char *what)
 {
@@ -139,8 +151,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: tcp_peer [-i IFNAME] [-C CC] [-b RCVBUF] [-w WARMUP] [-r ROUNDS]\n"
-		"                [-p PROBES] [-g GAP_MS] [-d READ_DELAY_MS] [-q QA_PAUSE_MS]\n"
-		"                [-t TIMEOUT_MS]\n");
+		"                [-p PROBES] [-g GAP_MS] [-G REWARM_MS] [-d READ_DELAY_MS]\n"
+		"                [-q QA_PAUSE_MS] [-t TIMEOUT_MS]\n");
 	exit(2);
 }
 
@@ -342,6 +354,21 @@ static double send_seg(uint8_t flags, int len)
 	return t;
 }
 
+/*
+ * Send a data segment; *GAP_MS is an upper bound of the time the receiver
+ * saw between the previous data segment and this one (from before the
+ * previous write to after this one: a guest stall inside a write counts).
+ */
+static double send_data(uint8_t flags, int len, double *gap_ms)
+{
+	double t0 = now(), t1;
+
+	t1 = send_seg(flags, len);
+	*gap_ms = t_data_start ? (t1 - t_data_start) * 1000 : 0;
+	t_data_start = t0;
+	return t1;
+}
+
 struct seg_in {
 	uint8_t flags;
 	uint32_t seq, ack;
@@ -536,25 +563,37 @@ static int wait_ack_and_read(double *t_ack, struct app_report *rep, int want_rep
 	return acks;
 }
 
-static void do_warmup(void)
+/*
+ * Full-MSS segments in pairs (each pair ACKed and read before the next)
+ * until WARMUP of them went out with no gap longer than REWARM_MS: a pair
+ * after a longer gap may have put the receiver back in quick-ACK, so the
+ * count starts again from it.
+ */
+static void do_warmup(const char *why)
 {
+	int i = 0, segs = 0, restarts = 0, acks = 0, n;
 	struct app_report rep;
-	double t0 = now(), t_ack;
-	int i, acks = 0;
+	double t0 = now(), t_ack, gap, gap2 = 0;
 
-	if (!warmup)
-		return;
-	app_send(OP_READ, warmup * MSS, 0, 0);
-	for (i = 0; i < warmup; i += 2) {
-		t_last_data = send_seg(TH_ACK, MSS);
-		if (i + 1 < warmup)
-			t_last_data = send_seg(TH_ACK, MSS);
-		acks += wait_ack_and_read(&t_ack, &rep, 0);
+	while (i < warmup) {
+		n = warmup - i < 2 ? 1 : 2;
+		app_send(OP_READ, n * MSS, 0, 0);
+		send_data(TH_ACK, MSS, &gap);
+		if (n == 2)
+			send_data(TH_ACK, MSS, &gap2);
+		acks += wait_ack_and_read(&t_ack, &rep, 1);
 		if (!t_ack)
 			fail("warm-up segment not ACKed");
+		if (rewarm_ms && segs && (gap > rewarm_ms || gap2 > rewarm_ms)) {
+			i = 0;
+			restarts++;
+		}
+		i += n;
+		segs += n;
 	}
-	xread(rep_pipe[0], &rep, sizeof(rep), "report pipe");
-	printf("warmup segs=%d acks=%d ms=%.3f\n", warmup, acks, (now() - t0) * 1000);
+	need_rewarm = 0;
+	printf("warmup why=%s segs=%d acks=%d restarts=%d ms=%.3f\n", why, segs, acks,
+	       restarts, (now() - t0) * 1000);
 	fflush(stdout);
 }
 
@@ -568,22 +607,27 @@ static void fmt_ms(char *buf, size_t sz, double a, double b)
 
 static void do_probe(const char *name, int round)
 {
-	int len = MSS, psh = 1, op = OP_READ, acks;
+	int len = MSS, psh = 1, op = OP_READ, acks, stale;
 	char as[32], ar[32], rs[32], qs[32], aq[32];
 	struct app_report rep;
 	double t_send, t_ack, gap;
 
-	if (!strcmp(name, "nopsh")) {
+	if (!strcmp(name, "nopsh"))
 		psh = 0;
-	} else if (!strcmp(name, "short")) {
+	else if (!strcmp(name, "short"))
 		len = 300 + round;
-	} else if (!strcmp(name, "qa")) {
+	else if (!strcmp(name, "qa"))
 		op = OP_READ_QA;
+	gap = t_data_start ? (now() - t_data_start) * 1000 : 0;
+	if (rewarm_ms && (need_rewarm || gap > rewarm_ms)) {
+		/* The guest stalled (TCG): the receiver may be in quick-ACK. */
+		printf("rewarm before=%s round=%d gap_ms=%.3f\n", name, round, gap);
+		do_warmup("gap");
 	}
 	app_send(op, len, read_delay_ms, qa_pause_ms);
-	t_send = send_seg(TH_ACK | (psh ? TH_PUSH : 0), len);
-	gap = t_last_data ? (t_send - t_last_data) * 1000 : 0;
-	t_last_data = t_send;
+	t_send = send_data(TH_ACK | (psh ? TH_PUSH : 0), len, &gap);
+	stale = rewarm_ms && gap > rewarm_ms;
+	need_rewarm |= stale;
 	acks = wait_ack_and_read(&t_ack, &rep, 1);
 
 	fmt_ms(as, sizeof(as), t_ack, t_send);
@@ -591,7 +635,7 @@ static void do_probe(const char *name, int round)
 	fmt_ms(rs, sizeof(rs), rep.t_read, t_send);
 	printf("probe=%s round=%d len=%d psh=%d ack_after_send_ms=%s ack_after_read_ms=%s",
 	       name, round, len, psh, as, ar);
-	printf(" read_after_send_ms=%s gap_ms=%.3f acks=%d", rs, gap, acks);
+	printf(" read_after_send_ms=%s gap_ms=%.3f stale=%d acks=%d", rs, gap, stale, acks);
 	if (op == OP_READ_QA) {
 		fmt_ms(qs, sizeof(qs), rep.t_qa, t_send);
 		fmt_ms(aq, sizeof(aq), t_ack, rep.t_qa);
@@ -636,7 +680,7 @@ int main(int argc, char **argv)
 	pthread_t app;
 	int opt, r;
 
-	while ((opt = getopt(argc, argv, "i:C:b:w:r:p:g:d:q:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "i:C:b:w:r:p:g:G:d:q:t:")) != -1) {
 		switch (opt) {
 		case 'i':
 			ifname = optarg;
@@ -659,6 +703,9 @@ int main(int argc, char **argv)
 		case 'g':
 			gap_ms = atoi(optarg);
 			break;
+		case 'G':
+			rewarm_ms = atoi(optarg);
+			break;
 		case 'd':
 			read_delay_ms = atoi(optarg);
 			break;
@@ -673,7 +720,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc || rcvbuf < 0 || warmup < 0 || rounds < 0 || gap_ms < 0 ||
-	    read_delay_ms < 0 || qa_pause_ms < 0 || timeout_ms <= 0)
+	    rewarm_ms < 0 || read_delay_ms < 0 || qa_pause_ms < 0 || timeout_ms <= 0)
 		usage();
 
 	memcpy(list, probes, sizeof(list));
@@ -698,7 +745,8 @@ int main(int argc, char **argv)
 	wait_char('L', "listen");
 
 	handshake();
-	do_warmup();
+	if (warmup)
+		do_warmup("start");
 	print_info("warmup");
 	for (r = 1; r <= rounds; r++) {
 		memcpy(list, probes, sizeof(list));

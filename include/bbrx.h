@@ -145,9 +145,9 @@ bool bbrx_tsq_small_queue_check(struct sock *sk, unsigned int truesize,
 int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len);
 
 /* rcvbuf.c */
-struct kretprobe;
-extern struct kretprobe bbrx_rcvbuf_grow_krp;
 void bbrx_rcvbuf_init_transfer(struct sock *sk);
+bool bbrx_rcvbuf_grow_wants(struct sock *sk);
+void bbrx_rcvbuf_space_adjust(struct sock *sk);
 int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len);
 int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len);
 

@@ -32,7 +32,8 @@
 #include "bbrx.h"
 
 /* orb $ICSK_ACK_PUSHED, pending(%rbx): 80 /1 with mod 10, rm 011, disp32 */
-#define BBRX_ORB_RBX_DISP32	0x80, 0x8b
+#define BBRX_ORB_OPCODE		0x80
+#define BBRX_ORB_MODRM_RBX	0x8b
 #define BBRX_ORB_LEN		7
 /* testb $TCPHDR_PSH, disp8(%r12) then jne rel32 */
 #define BBRX_TESTB_R12_LEN	6
@@ -69,7 +70,7 @@ int bbrx_delack_verify(unsigned long addr, char *reason, size_t len)
 						   icsk_ack), pending);
 	const size_t flags = offsetof(struct sk_buff, cb) +
 			     offsetof(struct tcp_skb_cb, tcp_flags);
-	u8 orb[BBRX_ORB_LEN] = { BBRX_ORB_RBX_DISP32 };
+	u8 orb[BBRX_ORB_LEN] = { BBRX_ORB_OPCODE, BBRX_ORB_MODRM_RBX };
 	u8 test[BBRX_TESTB_R12_LEN + 2] = {
 		0x41, 0xf6, 0x44, 0x24, (u8)flags, TCPHDR_PSH, 0x0f, 0x85,
 	};

@@ -11,9 +11,12 @@
  *              livepatch uses), when a "wants" test on the socket says so
  *   ENTRY      plain ftrace callback at the target's fentry (reads/sets
  *              socket fields before the function runs)
- *   KPROBE     a kprobe the hook's file provides (e.g. one that skips one
- *              verified instruction)
- *   KRETPROBE  a kretprobe the hook's file provides (acts on the result)
+ *   KPROBE     an int3 kprobe the hook's file provides inside the function
+ *              (e.g. one that skips one verified instruction)
+ *
+ * No kprobe or kretprobe sits on a function's ftrace site: in the 6.1 guest,
+ * registering and unregistering those on hot TCP functions under traffic
+ * twice made the CPU jump to address 0 from the function's caller.
  *
  * At load every hook is resolved, verified and installed, or refused with
  * one dmesg line; a refused hook never stops the module or the congestion
@@ -21,7 +24,7 @@
  * a policy at 0; replacements are written from what the function must do,
  * not copied.
  *
- * Removal: unregister_ftrace_function() / unregister_k(ret)probe() stop new
+ * Removal: unregister_ftrace_function() / unregister_kprobe() stop new
  * entries, then synchronize_rcu_tasks() waits until no task can still be
  * running a thunk, handler or replacement, before the module text goes away.
  */
@@ -49,7 +52,6 @@ enum bbrx_hook_kind {
 	BBRX_HOOK_REDIRECT,
 	BBRX_HOOK_ENTRY,
 	BBRX_HOOK_KPROBE,
-	BBRX_HOOK_KRETPROBE,
 };
 
 struct bbrx_hook {
@@ -60,8 +62,7 @@ struct bbrx_hook {
 	bool (*wants)(struct sock *sk);		/* REDIRECT */
 	void *redirect;		/* REDIRECT: replacement with the target's ABI */
 	void (*entry)(struct sock *sk);		/* ENTRY */
-	struct kprobe *kp;	/* KPROBE: .offset may be set by verify */
-	struct kretprobe *krp;	/* KRETPROBE */
+	struct kprobe *kp;	/* KPROBE: .offset set by verify */
 
 	enum bbrx_hook_state state;
 	unsigned long addr;
@@ -96,9 +97,10 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 	[BBRX_HOOK_RCVBUF_GROW] = {
 		.name = "rcvbuf_grow",
 		.symbol = "tcp_rcv_space_adjust",
-		.kind = BBRX_HOOK_KRETPROBE,
+		.kind = BBRX_HOOK_REDIRECT,
 		.verify = bbrx_rcvbuf_grow_verify,
-		.krp = &bbrx_rcvbuf_grow_krp,
+		.wants = bbrx_rcvbuf_grow_wants,
+		.redirect = bbrx_rcvbuf_space_adjust,
 	},
 	[BBRX_HOOK_DELACK] = {
 		.name = "delack",
@@ -318,21 +320,6 @@ static void bbrx_hook_install_kprobe(struct bbrx_hook *h)
 	bbrx_hook_installed_msg(h);
 }
 
-static void bbrx_hook_install_kretprobe(struct bbrx_hook *h)
-{
-	struct kretprobe *krp = h->krp;
-	int err;
-
-	krp->kp.addr = (kprobe_opcode_t *)h->addr;
-	krp->kp.symbol_name = NULL;
-	err = register_kretprobe(krp);
-	if (err) {
-		bbrx_hook_refuse(h, "register_kretprobe: %d", err);
-		return;
-	}
-	bbrx_hook_installed_msg(h);
-}
-
 static void bbrx_hook_install(struct bbrx_hook *h, int id)
 {
 	int err;
@@ -358,9 +345,6 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 	switch (h->kind) {
 	case BBRX_HOOK_KPROBE:
 		bbrx_hook_install_kprobe(h);
-		return;
-	case BBRX_HOOK_KRETPROBE:
-		bbrx_hook_install_kretprobe(h);
 		return;
 	case BBRX_HOOK_ENTRY:
 		h->fops.func = bbrx_hook_entry_thunk;
@@ -431,13 +415,6 @@ void bbrx_hooks_remove(void)
 		switch (h->kind) {
 		case BBRX_HOOK_KPROBE:
 			unregister_kprobe(h->kp);
-			break;
-		case BBRX_HOOK_KRETPROBE:
-			unregister_kretprobe(h->krp);
-			if (h->krp->nmissed)
-				pr_info("bbrx: hook %s missed %d calls (maxactive %d)\n",
-					h->name, h->krp->nmissed,
-					h->krp->maxactive);
 			break;
 		default:
 			unregister_ftrace_function(&h->fops);

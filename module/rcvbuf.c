@@ -28,11 +28,13 @@
  *
  * Mechanisms: an ftrace callback at the entry of tcp_init_transfer(), which
  * runs on both sides at establishment right before tcp_init_buffer_space()
- * derives window_clamp and rcvq_space from sk_rcvbuf; and a kretprobe on
- * tcp_rcv_space_adjust() that rescales a growth it sees.
+ * derives window_clamp and rcvq_space from sk_rcvbuf; and an ftrace
+ * redirect of tcp_rcv_space_adjust() to our replacement for in-scope
+ * sockets. (A kretprobe there was the first design: kprobes on the ftrace
+ * site of this hot function crashed the guest, a jump to address 0 from its
+ * caller, while the module was loaded and unloaded under traffic.)
  */
 #include <linux/kernel.h>
-#include <linux/kprobes.h>
 #include <linux/log2.h>
 #include <linux/skbuff.h>
 #include <net/tcp.h>
@@ -119,7 +121,7 @@ int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len)
 }
 
 /**
- * bbrx_rcvbuf_grow_verify() - check tcp_rcv_space_adjust() can be probed
+ * bbrx_rcvbuf_grow_verify() - check tcp_rcv_space_adjust() can be redirected
  * @addr: its address
  * @reason: set to why not
  * @len: size of @reason
@@ -134,58 +136,69 @@ int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len)
 				reason, len);
 }
 
-struct bbrx_rcvbuf_call {
-	struct sock *sk;
-	int rcvbuf;		/* before the call, bytes */
-};
-
-static int bbrx_rcvbuf_grow_entry(struct kretprobe_instance *ri,
-				  struct pt_regs *regs)
-{
-	struct bbrx_rcvbuf_call *c = (void *)ri->data;
-	struct sock *sk = (struct sock *)regs->di;
-
-	if (!bbrx_rcvbuf_acts(sk, bbrx_pernet(sock_net(sk))))
-		return 1;	/* no return handler for this call */
-	c->sk = sk;
-	c->rcvbuf = READ_ONCE(sk->sk_rcvbuf);
-	return 0;
-}
-
-/*
- * The kernel grew sk_rcvbuf to segs * rcvmem with rcvmem its own estimate
- * (SKB_TRUESIZE(advmss + MAX_TCP_HEADER), raised in 128-byte steps until
- * one segment fits the window); recover segs and charge per_mss instead.
+/**
+ * bbrx_rcvbuf_grow_wants() - does the growth redirect act on this socket?
+ * @sk: the socket tcp_rcv_space_adjust() was called for
+ *
+ * Return: true with rcvbuf 1, @sk in scope and no SO_RCVBUF lock.
  */
-static int bbrx_rcvbuf_grow_ret(struct kretprobe_instance *ri,
-				struct pt_regs *regs)
+bool bbrx_rcvbuf_grow_wants(struct sock *sk)
 {
-	struct bbrx_rcvbuf_call *c = (void *)ri->data;
-	struct sock *sk = c->sk;
-	struct tcp_sock *tp = tcp_sk(sk);
-	int now = READ_ONCE(sk->sk_rcvbuf);
-	int rmem2 = READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_rmem[2]);
-	u32 rcvmem, segs;
-	u64 want;
-
-	if (now <= c->rcvbuf || now >= rmem2 || !tp->advmss)
-		return 0;
-	rcvmem = SKB_TRUESIZE(tp->advmss + MAX_TCP_HEADER);
-	while (tcp_win_from_space(sk, rcvmem) < tp->advmss)
-		rcvmem += 128;
-	segs = now / rcvmem;
-	want = min_t(u64, (u64)segs * bbrx_rcvbuf_per_mss(bbrx_rcvbuf_mss(tp)),
-		     rmem2);
-	if (want <= now)
-		return 0;
-	WRITE_ONCE(sk->sk_rcvbuf, (int)want);
-	tp->window_clamp = tcp_win_from_space(sk, (int)want);
-	bbrx_stat_inc(bbrx_pernet(sock_net(sk)), BBRX_STAT_RCVBUF_GROWN);
-	return 0;
+	return bbrx_rcvbuf_acts(sk, bbrx_pernet(sock_net(sk)));
 }
 
-struct kretprobe bbrx_rcvbuf_grow_krp = {
-	.entry_handler = bbrx_rcvbuf_grow_entry,
-	.handler = bbrx_rcvbuf_grow_ret,
-	.data_size = sizeof(struct bbrx_rcvbuf_call),
-};
+/**
+ * bbrx_rcvbuf_space_adjust() - tcp_rcv_space_adjust() charging per_mss
+ * @sk: a TCP socket the application just read from, locked
+ *
+ * Dynamic right-sizing (the kernel's rule since 2.6, refined in 4.x): once
+ * per receive RTT, if the application read more than in the previous RTT,
+ * size the window for the next one at twice what was read (room for a
+ * loss) plus 16 segments of cushion, plus twice the growth seen (a sender
+ * in slow start doubles per RTT, and the ACK now opens the window for the
+ * RTT after next), then the buffer at that many segments times the memory
+ * each costs. The only change from 6.1 is that cost: per_mss instead of
+ * SKB_TRUESIZE(advmss + MAX_TCP_HEADER). The tcp_rcv_space_adjust
+ * tracepoint does not fire for redirected calls.
+ */
+void bbrx_rcvbuf_space_adjust(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	const struct net *net = sock_net(sk);
+	u32 copied, prev, rtt_us8;
+	u64 now_ns, win;
+	int rcvbuf;
+
+	/* What tcp_mstamp_refresh() does (not exported). */
+	now_ns = tcp_clock_ns();
+	tp->tcp_clock_cache = now_ns;
+	tp->tcp_mstamp = div_u64(now_ns, NSEC_PER_USEC);
+
+	rtt_us8 = tp->rcv_rtt_est.rtt_us;	/* << 3 */
+	if (!rtt_us8 ||
+	    tcp_stamp_us_delta(tp->tcp_mstamp, tp->rcvq_space.time) < (rtt_us8 >> 3))
+		return;
+
+	copied = tp->copied_seq - tp->rcvq_space.seq;
+	prev = tp->rcvq_space.space;
+	if (copied > prev) {
+		if (READ_ONCE(net->ipv4.sysctl_tcp_moderate_rcvbuf) && prev &&
+		    tp->advmss) {
+			win = 2ULL * copied + 16ULL * tp->advmss;
+			win += 2 * div_u64(win * (copied - prev), prev);
+			win = div_u64(win, tp->advmss) *
+			      bbrx_rcvbuf_per_mss(bbrx_rcvbuf_mss(tp));
+			rcvbuf = min_t(u64, win,
+				       READ_ONCE(net->ipv4.sysctl_tcp_rmem[2]));
+			if (rcvbuf > sk->sk_rcvbuf) {
+				WRITE_ONCE(sk->sk_rcvbuf, rcvbuf);
+				tp->window_clamp = tcp_win_from_space(sk, rcvbuf);
+				bbrx_stat_inc(bbrx_pernet(net),
+					      BBRX_STAT_RCVBUF_GROWN);
+			}
+		}
+		tp->rcvq_space.space = copied;
+	}
+	tp->rcvq_space.seq = tp->copied_seq;
+	tp->rcvq_space.time = tp->tcp_mstamp;
+}

@@ -266,6 +266,7 @@ ac_nagle_report()
 
 require_command iperf3 jq ss ip tc
 require_bbrx
+require_hooks autocork
 require_qdisc fq
 # veth on purpose, whatever NETIFS says (see the header).
 NETIFS=

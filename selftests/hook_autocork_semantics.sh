@@ -266,6 +266,7 @@ sem_corking_exercised()
 
 require_command tcpdump ip tc
 require_bbrx
+require_hooks autocork
 require_qdisc fq
 [[ -x $LIB_DIR/tcp_write_pattern ]] ||
 	ksft_exit_skip "tcp_write_pattern not built (run make -C selftests on the host)"

@@ -138,6 +138,7 @@ cost_counters()
 
 require_command iperf3 jq ip
 require_bbrx
+require_hooks autocork tsq
 require_topo
 iperf3_server_start || exit 1
 

@@ -5,23 +5,33 @@
 # hook's verifier expect a pattern that is not in the kernel text, as a
 # kernel build with a different shape would.  For each hook: the module
 # still loads, the hook is refused with its reason in /proc/net/bbrx_hooks and
-# one dmesg line, the other hook is installed, a non-zero policy on the
-# refused hook fails with EOPNOTSUPP (value unchanged) while out-of-range
-# values still fail with EINVAL, and bbrx still works (a socket takes it).
-# Also: disable=autocork,tsq reports both "disabled" and refuses their
-# policies; an unknown hook name fails the load; a plain load installs both.
-# The module is left loaded without parameters.
+# one dmesg line, every other hook is installed, a non-zero value of the
+# policy that needs the refused hook fails with EOPNOTSUPP (value
+# unchanged) while out-of-range values still fail with EINVAL, another
+# policy still takes a non-zero value, and bbrx still works (a socket takes
+# it).  Also: disable=autocork,tsq reports both "disabled" and refuses their
+# policies; an unknown hook name fails the load; a plain load (with
+# $BBRX_HOOK_PARAMS, i.e. disable=) installs every hook.
+# The module is left loaded.
 
 ALL_TESTS="
 	refuse_tsq
 	refuse_autocork
+	refuse_rcvbuf
+	refuse_rcvbuf_grow
+	refuse_delack
 	disable_both
 	unknown_hook_name
-	plain_load_installs_both
+	plain_load_installs_all
 "
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
+ALL_HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
+# The policy sysctl a hook serves, and each policy's largest value.
+declare -A POLICY_OF=([autocork]=autocork [tsq]=tsq [rcvbuf]=rcvbuf
+		      [rcvbuf_grow]=rcvbuf [delack]=delack)
+declare -A POLICY_MAX=([autocork]=3 [tsq]=2 [rcvbuf]=1 [delack]=2)
 NS=hk-$SFX
 EXTRA_NETNS=$NS
 PORT=5401
@@ -68,43 +78,44 @@ bbrx_works()
 	check_err $? "SocketsInit did not move ($before -> $after)"
 }
 
-# policy_checks REFUSED OK_HOOK: sysctl behaviour with hook REFUSED not
-# installed and hook OK_HOOK (may be empty) installed.
+# policy_checks REFUSED OK_POLICY: sysctl behaviour with hook REFUSED not
+# installed; policy OK_POLICY (may be empty) has its hooks installed.
 policy_checks()
 {
-	local bad=$1 good=$2 max e v
+	local bad=$1 good=$2 pol=${POLICY_OF[$1]} max e v
 
-	for v in 1 2; do
-		e=$(sysctl_write_err "$NS" "$bad" "$v")
+	max=${POLICY_MAX[$pol]}
+	for ((v = 1; v <= max; v++)); do
+		e=$(sysctl_write_err "$NS" "$pol" "$v")
 		[[ $e == EOPNOTSUPP ]]
-		check_err $? "$bad=$v with the hook refused: $e, expected EOPNOTSUPP"
+		check_err $? "$pol=$v with hook $bad refused: $e, expected EOPNOTSUPP"
 	done
-	v=$(bbrx_sysctl_get "$NS" "$bad")
+	v=$(bbrx_sysctl_get "$NS" "$pol")
 	[[ $v == 0 ]]
-	check_err $? "$bad is '$v' after refused writes, expected 0"
-	e=$(sysctl_write_err "$NS" "$bad" 0)
+	check_err $? "$pol is '$v' after refused writes, expected 0"
+	e=$(sysctl_write_err "$NS" "$pol" 0)
 	[[ $e == OK ]]
-	check_err $? "$bad=0 with the hook refused: $e"
-	[[ $bad == tsq ]] && max=3 || max=4
-	for v in $max -1 x; do
-		e=$(sysctl_write_err "$NS" "$bad" "$v")
+	check_err $? "$pol=0 with hook $bad refused: $e"
+	for v in $((max + 1)) -1 x; do
+		e=$(sysctl_write_err "$NS" "$pol" "$v")
 		[[ $e == EINVAL ]]
-		check_err $? "$bad=$v: $e, expected EINVAL"
+		check_err $? "$pol=$v: $e, expected EINVAL"
 	done
-	dmesg_since_start | grep -q "net.ipv4.bbrx.$bad=.* needs hook $bad"
-	check_err $? "no dmesg line for the refused $bad policy write"
+	dmesg_since_start | grep -q "net.ipv4.bbrx.$pol=.* needs hook $bad"
+	check_err $? "no dmesg line for the refused $pol policy write"
 	if [[ -n $good ]]; then
 		e=$(sysctl_write_err "$NS" "$good" 1)
 		[[ $e == OK ]]
-		check_err $? "$good=1 with its hook installed: $e"
+		check_err $? "$good=1 with its hooks installed: $e"
 		sysctl_write_err "$NS" "$good" 0 >/dev/null
 	fi
 }
 
-# fault_case HOOK OTHER REASON_RE: load with fault_verify=HOOK and check.
+# fault_case HOOK OK_POLICY REASON_RE: load with fault_verify=HOOK and
+# check; every other hook must be installed and OK_POLICY settable.
 fault_case()
 {
-	local hook=$1 other=$2 re=$3 line err
+	local hook=$1 good=$2 re=$3 line err other
 
 	err=$(bbrx_reload "fault_verify=$hook" 2>&1)
 	check_err $? "load with fault_verify=$hook failed: $err"
@@ -115,13 +126,16 @@ fault_case()
 	check_err $? "bbrx_hooks: '$line', expected '$hook <symbol> refused: <reason>'"
 	[[ $line =~ $re ]]
 	check_err $? "refusal reason '$line' does not match /$re/"
-	[[ $(hook_state "$other") == installed ]]
-	check_err $? "the other hook: '$(hook_line "$other")', expected installed"
+	for other in $ALL_HOOKS; do
+		[[ $other == "$hook" ]] && continue
+		[[ $(hook_state "$other") == installed ]]
+		check_err $? "another hook: '$(hook_line "$other")', expected installed"
+	done
 	dmesg_since_start | grep -qE "bbrx: hook $hook \([^)]+\) refused: "
 	check_err $? "no dmesg line 'bbrx: hook $hook (...) refused: ...'"
 	netns_up
 	check_err $? "netns with a sink could not be set up"
-	policy_checks "$hook" "$other"
+	policy_checks "$hook" "$good"
 	bbrx_works
 	netns_down
 	log_info "fault_verify=$hook: $line"
@@ -137,6 +151,24 @@ refuse_autocork()
 {
 	fault_case autocork tsq "no tail call"
 	log_test "fault_verify=autocork: autocork refused with reason, EOPNOTSUPP, tsq and bbrx work"
+}
+
+refuse_rcvbuf()
+{
+	fault_case rcvbuf delack "no ftrace site at entry"
+	log_test "fault_verify=rcvbuf: rcvbuf refused with reason, EOPNOTSUPP, delack and bbrx work"
+}
+
+refuse_rcvbuf_grow()
+{
+	fault_case rcvbuf_grow delack "no ftrace site at entry"
+	log_test "fault_verify=rcvbuf_grow: refused, rcvbuf policy EOPNOTSUPP, delack and bbrx work"
+}
+
+refuse_delack()
+{
+	fault_case delack rcvbuf "PSH mark .* not found"
+	log_test "fault_verify=delack: delack refused with reason, EOPNOTSUPP, rcvbuf and bbrx work"
 }
 
 disable_both()
@@ -172,25 +204,25 @@ unknown_hook_name()
 	log_test "unknown hook name in a module parameter fails the load" "${err:0:80}"
 }
 
-plain_load_installs_both()
+plain_load_installs_all()
 {
 	local err h
 
 	err=$(bbrx_unload && bbrx_load 2>&1)
-	check_err $? "plain load failed: $err"
-	for h in autocork tsq; do
+	check_err $? "load with '$BBRX_HOOK_PARAMS' failed: $err"
+	for h in $ALL_HOOKS; do
 		[[ $(hook_state "$h") == installed ]]
 		check_err $? "bbrx_hooks: '$(hook_line "$h")', expected installed"
 	done
 	netns_up
 	check_err $? "netns with a sink could not be set up"
-	for h in autocork tsq; do
+	for h in autocork tsq rcvbuf delack; do
 		[[ $(sysctl_write_err "$NS" "$h" 1) == OK ]]
-		check_err $? "$h=1 refused after a plain load"
+		check_err $? "$h=1 refused with every hook installed"
 	done
 	bbrx_works
 	netns_down
-	log_test "plain load: both hooks installed, policies settable" \
+	log_test "load with '$BBRX_HOOK_PARAMS': every hook installed, policies settable" \
 		"$(tr '\n' ';' </proc/net/bbrx_hooks)"
 }
 

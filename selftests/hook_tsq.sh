@@ -163,6 +163,7 @@ tsq_counters()
 
 require_command iperf3 jq ip tc
 require_bbrx
+require_hooks tsq
 require_qdisc tbf
 require_topo
 iperf3_server_start || exit 1

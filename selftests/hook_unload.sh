@@ -6,10 +6,13 @@
 # in back-to-back batches of 20 s so the duration follows the cycles) keep
 # running while tcp_bbrx is loaded and unloaded CYCLES times (default
 # 20).  After each load the sender netns gets scope=1 and non-zero policies
-# (autocork 1/2/3 and tsq 1/2 in rotation), so the ftrace redirects are
-# live and taken when rmmod removes them.  Asserts: every load installs
-# both hooks, the hook counters move in every cycle, every rmmod succeeds,
-# all 8 flows complete with data, and the kernel log stays clean.
+# (autocork 1/2/3 and tsq 1/2 in rotation) and the receiver netns scope=1,
+# rcvbuf=1 and delack 1/2 in rotation, so the ftrace redirects, the entry
+# callback, the kretprobe and the kprobe are live and taken when rmmod
+# removes them (one short extra connection per cycle makes the rcvbuf hooks
+# act).  Asserts: every load installs every hook, the send and receive hook
+# counters move in every cycle, every rmmod succeeds, all 8 flows complete
+# with data, and the kernel log stays clean.
 #
 # The sender-router hop is the NIC pair when NETIFS is set (the VM's virtio
 # NICs complete TX late, so TSQ and autocorking act), veth otherwise.
@@ -26,7 +29,8 @@ CYCLES=${BBRX_UNLOAD_CYCLES:-20}
 HOLD=${BBRX_UNLOAD_HOLD:-1}	# seconds the policies act per cycle
 BATCH=${BBRX_UNLOAD_BATCH:-20}	# seconds per batch of flows
 FLOWS=8
-declare -a CYC_SUM CYC_HOOKS CYC_POL
+HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
+declare -a CYC_SUM CYC_RSUM CYC_HOOKS CYC_POL
 LOAD_FAILS=
 UNLOAD_FAILS=
 SET_FAILS=
@@ -49,7 +53,7 @@ flows_loop()
 
 measure()
 {
-	local i ac tsq t0 lpid sum j
+	local i ac tsq dl t0 lpid sum rsum j h
 
 	bbrx_unload || UNLOAD_FAILS+=" initial"
 	: >"$TMPD/flows.rc"
@@ -61,23 +65,36 @@ measure()
 	for ((i = 0; i < CYCLES; i++)); do
 		ac=$((1 + i % 3))
 		tsq=$((1 + i % 2))
-		CYC_POL[i]="a$ac/t$tsq"
+		dl=$((1 + (i / 2) % 2))
+		CYC_POL[i]="a$ac/t$tsq/r1/d$dl"
 		if ! bbrx_load 2>>"$TMPD/load.err"; then
 			LOAD_FAILS+=" $i"
 			continue
 		fi
-		CYC_HOOKS[i]="$(hook_state autocork)/$(hook_state tsq)"
+		CYC_HOOKS[i]=
+		for h in $HOOKS; do
+			CYC_HOOKS[i]+="${CYC_HOOKS[i]:+/}$(hook_state "$h")"
+		done
 		{ bbrx_sysctl_set "$SND" scope 1 &&
 		  bbrx_sysctl_set "$SND" autocork "$ac" &&
-		  bbrx_sysctl_set "$SND" tsq "$tsq"; } || SET_FAILS+=" $i"
+		  bbrx_sysctl_set "$SND" tsq "$tsq" &&
+		  bbrx_sysctl_set "$RCV" scope 1 &&
+		  bbrx_sysctl_set "$RCV" rcvbuf 1 &&
+		  bbrx_sysctl_set "$RCV" delack "$dl"; } || SET_FAILS+=" $i"
+		# A new connection: the rcvbuf entry hook and kretprobe act.
+		ip netns exec "$SND" timeout 10 "$LIB_DIR/cc_setsockopt" cubic \
+			"$RCV_IP4" "$SINK_PORT" 2000000 >/dev/null 2>&1 &
 		sleep "$HOLD"
 		# Up to 4 s more if this cycle fell between two batches.
 		for ((j = 0; j < 8; j++)); do
 			sum=$(hooks_counters_sum "$SND")
-			[[ $sum -gt 0 ]] && break
+			rsum=$(hooks_counters_sum "$RCV")
+			[[ $sum -gt 0 && $rsum -gt 0 ]] && break
 			sleep 0.5
 		done
+		wait $!
 		CYC_SUM[i]=$sum
+		CYC_RSUM[i]=$rsum
 		# Policies stay non-zero: rmmod removes redirects that are live.
 		bbrx_unload 10 || UNLOAD_FAILS+=" $i"
 	done
@@ -87,9 +104,9 @@ measure()
 	bbrx_module_loaded || bbrx_load
 
 	echo "# $CYCLES cycles in ${CYC_TIME}s, $FLOWS cubic flows (iperf3 -P $FLOWS -l 8K -N, ${BATCH}s batches) over ${SND_IF}"
-	printf '# %-5s %-10s %-22s %s\n' cycle policies "hooks (autocork/tsq)" "hook counters after ${HOLD}s"
+	printf '# %-5s %-14s %-52s %s\n' cycle policies "hooks (${HOOKS// //})" "send/receive hook counters after ${HOLD}s"
 	for ((i = 0; i < CYCLES; i++)); do
-		printf '# %-5s %-10s %-22s %s\n' "$i" "${CYC_POL[i]}" "${CYC_HOOKS[i]:-not loaded}" "${CYC_SUM[i]:-}"
+		printf '# %-5s %-14s %-52s %s\n' "$i" "${CYC_POL[i]}" "${CYC_HOOKS[i]:-not loaded}" "${CYC_SUM[i]:-}/${CYC_RSUM[i]:-}"
 	done
 }
 
@@ -106,15 +123,16 @@ unload_cycles()
 
 unload_hooks_acted()
 {
-	local i bad=
+	local i bad= all=installed/installed/installed/installed/installed
 
 	for ((i = 0; i < CYCLES; i++)); do
-		[[ ${CYC_HOOKS[i]} == installed/installed ]] || bad+=" $i:hooks=${CYC_HOOKS[i]:-none}"
-		[[ ${CYC_SUM[i]:-0} -gt 0 ]] || bad+=" $i:counters=${CYC_SUM[i]:-none}"
+		[[ ${CYC_HOOKS[i]} == "$all" ]] || bad+=" $i:hooks=${CYC_HOOKS[i]:-none}"
+		[[ ${CYC_SUM[i]:-0} -gt 0 ]] || bad+=" $i:send-counters=${CYC_SUM[i]:-none}"
+		[[ ${CYC_RSUM[i]:-0} -gt 0 ]] || bad+=" $i:receive-counters=${CYC_RSUM[i]:-none}"
 	done
 	[[ -z $bad ]]
 	check_err $? "cycles where a hook was not installed or did not act:$bad"
-	log_test "both hooks installed and counting in every cycle"
+	log_test "all 5 hooks installed, send and receive hooks counting in every cycle"
 }
 
 unload_flows_complete()
@@ -139,8 +157,11 @@ unload_flows_complete()
 
 require_command iperf3 jq ip
 require_bbrx
+require_hooks $HOOKS
+require_helper
 require_topo
 iperf3_server_start || exit 1
+sink_start || exit 1
 
 measure
 tests_run

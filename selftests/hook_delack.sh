@@ -48,9 +48,9 @@
 # valid probes of a kind (checks independent of the delack mode), is
 # measured once more (BBRX_RETRIES).
 #
-# The hooks are off by default in this release: if the delack hook is not
-# installed the module is reloaded with disable= (every hook installed) and
-# left loaded that way.
+# The hooks are off by default in this release: require_hooks reloads the
+# module with $BBRX_HOOK_PARAMS (disable=) when the delack hook is not
+# installed, and fails the script when it still is not.
 
 ALL_TESTS="
 	delack_hook_installed
@@ -79,7 +79,6 @@ declare -A A_ARGS=([m0d]="-d 15 -p nopsh,psh,short")
 declare -A R SUPP MARK GOTCC REWARM
 SET_FAILS=
 PEER_FAILS=
-RELOAD_MSG=
 
 # probe_stats FILE PROBE: "n at_read by_timer median_ack_after_read
 # median_ack_after_send late_after_send stale" over the probes named PROBE
@@ -239,7 +238,6 @@ delack_hook_installed()
 {
 	local a
 
-	[[ -n $RELOAD_MSG ]] && log_info "$RELOAD_MSG"
 	[[ $(hook_state delack) == installed ]]
 	check_err $? "delack hook not installed: '${HOOK:-no delack line in /proc/net/bbrx_hooks}'"
 	[[ -z $SET_FAILS ]]
@@ -327,17 +325,6 @@ delack_scope()
 		"psh ACK after read: cubic ${R[s0c,psh,ar]} ms, bbrx ${R[s0b,psh,ar]} ms"
 }
 
-# The delack hook must be installed; the hooks are off by default.
-hooks_load()
-{
-	local err
-
-	if [[ $(hook_state delack) != installed ]]; then
-		err=$(bbrx_reload disable= 2>&1)
-		RELOAD_MSG="tcp_bbrx reloaded with disable= (hooks on): ${err:-ok}"
-	fi
-}
-
 require_root
 require_command ip timeout
 [[ -x $LIB_DIR/tcp_peer ]] ||
@@ -348,7 +335,7 @@ if [[ ! -c /dev/net/tun ]]; then
 fi
 [[ -c /dev/net/tun ]] || ksft_exit_skip "no /dev/net/tun"
 require_bbrx
-hooks_load
+require_hooks delack
 ip netns add "$NS" && ip -n "$NS" link set lo up || { echo "# netns $NS failed"; exit 1; }
 
 measure

@@ -130,12 +130,7 @@ static const char * const bbrx_hook_state_names[] = {
  * take a comma-separated list of hook names; an unknown name fails the load
  * with -EINVAL.
  */
-/*
- * Off by default: a guest soft lockup under TCG with the redirects installed
- * is not yet explained (see README); `modprobe tcp_bbrx disable=` installs
- * every hook.
- */
-static unsigned long bbrx_disable_mask = BIT(BBRX_HOOK_MAX) - 1;
+static unsigned long bbrx_disable_mask;
 static unsigned long bbrx_fault_mask;
 
 static int bbrx_hook_mask_set(const char *val, const struct kernel_param *kp)
@@ -188,7 +183,7 @@ static const struct kernel_param_ops bbrx_hook_mask_ops = {
 };
 
 module_param_cb(disable, &bbrx_hook_mask_ops, &bbrx_disable_mask, 0444);
-MODULE_PARM_DESC(disable, "Hooks not to install, comma-separated (default: all; empty installs all)");
+MODULE_PARM_DESC(disable, "Hooks not to install, comma-separated: autocork,tsq,rcvbuf,rcvbuf_grow,delack (default: none)");
 module_param_cb(fault_verify, &bbrx_hook_mask_ops, &bbrx_fault_mask, 0444);
 MODULE_PARM_DESC(fault_verify,
 		 "Test only: hooks whose verifier expects a wrong pattern and refuses");

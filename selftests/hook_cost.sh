@@ -2,13 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Cost of the hooks: one cubic flow, 64 KiB writes, no bottleneck, scope=1
-# (every socket in scope, so the redirect thunk runs on every tcp_push and
-# every small-queue check).  Three arms, alternating, rotated each
-# repetition (BBRX_COST_REPS, default 5):
+# in the sender and the receiver netns (every socket in scope, so the
+# redirect thunks run on every tcp_push, small-queue check and
+# tcp_rcv_space_adjust, the entry callback on every established
+# connection).  Three arms, alternating, rotated each repetition
+# (BBRX_COST_REPS, default 5):
 #	nomod  tcp_bbrx not loaded
-#	pol0   loaded, every policy 0: the thunk returns at its first branch
-#	pol1   loaded, every policy 1: the replacements run (tcp_push and the
-#	       small-queue check rewritten by bbrx), behaviour unchanged
+#	pol0   loaded, every policy 0: the thunks return at their first branch,
+#	       the delack kprobe is not armed
+#	pol1   loaded, every policy 1: the replacements run (tcp_push, the
+#	       small-queue check and tcp_rcv_space_adjust rewritten by bbrx,
+#	       the receive buffer sized per MSS, the delack kprobe armed and
+#	       counting), behaviour unchanged but for the rcvbuf sizes
 # Asserts: pol0 >= 97% and pol1 >= 95% of nomod's goodput (median of the
 # per-repetition ratios, robust to a host whose speed drifts), hooks
 # installed, and bbrx's hook counters moved in the pol1 runs (the
@@ -33,6 +38,9 @@ source "$(dirname "$0")/lib_hooks.sh"
 SECS=${BBRX_COST_SECS:-3}
 CREPS=${BBRX_COST_REPS:-5}
 ARMS=(nomod pol0 pol1)
+ALL_HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
+ALL_INSTALLED=installed/installed/installed/installed/installed
+declare -A ARMED
 declare -A GP CNT HOOKS RATIO RATIOS
 
 # arm_setup ARM: module state and policies for the arm.
@@ -45,11 +53,24 @@ arm_setup()
 		return
 	fi
 	bbrx_module_loaded || bbrx_load || { SETUP_FAILS+=" load"; return; }
-	HOOKS[$arm]="$(hook_state autocork)/$(hook_state tsq)"
+	HOOKS[$arm]=
+	for h in $ALL_HOOKS; do
+		HOOKS[$arm]+="${HOOKS[$arm]:+/}$(hook_state "$h")"
+	done
 	[[ $arm == pol1 ]] && p=1 || p=0
 	{ bbrx_sysctl_set "$SND" scope 1 &&
 	  bbrx_sysctl_set "$SND" autocork "$p" &&
-	  bbrx_sysctl_set "$SND" tsq "$p"; } || SETUP_FAILS+=" $arm"
+	  bbrx_sysctl_set "$SND" tsq "$p" &&
+	  bbrx_sysctl_set "$RCV" scope 1 &&
+	  bbrx_sysctl_set "$RCV" rcvbuf "$p" &&
+	  bbrx_sysctl_set "$RCV" delack "$p"; } || SETUP_FAILS+=" $arm"
+	ARMED[$arm]=$(hook_line delack | grep -o 'armed=[01]')
+}
+
+# counters_both: hook counters of the sender and the receiver netns.
+counters_both()
+{
+	echo $(( $(hooks_counters_sum "$SND") + $(hooks_counters_sum "$RCV") ))
 }
 
 measure()
@@ -60,10 +81,10 @@ measure()
 		for ((k = 0; k < 3; k++)); do
 			arm=${ARMS[(k + rep) % 3]}
 			arm_setup "$arm"
-			c0=$(hooks_counters_sum "$SND")
+			c0=$(counters_both)
 			id=$arm-$rep
 			flow_run "$id" cubic "$SECS" -l 64K || FLOW_FAILS+=" $id"
-			c1=$(hooks_counters_sum "$SND")
+			c1=$(counters_both)
 			GP[$id]=$(iperf3_goodput "$TMPD/$id.json")
 			GP[$arm,$rep]=${GP[$id]}
 			[[ $arm != nomod ]] && CNT[$arm]=$(( ${CNT[$arm]:-0} + c1 - c0 ))
@@ -74,6 +95,9 @@ measure()
 	bbrx_sysctl_set "$SND" autocork 0
 	bbrx_sysctl_set "$SND" tsq 0
 	bbrx_sysctl_set "$SND" scope 0
+	bbrx_sysctl_set "$RCV" rcvbuf 0
+	bbrx_sysctl_set "$RCV" delack 0
+	bbrx_sysctl_set "$RCV" scope 0
 	for arm in "${ARMS[@]}"; do
 		GP[$arm]=$(median <"$TMPD/$arm.gp")
 	done
@@ -101,9 +125,11 @@ cost_hooks_installed()
 	check_err $? "setup failed:$SETUP_FAILS"
 	[[ -z $FLOW_FAILS ]]
 	check_err $? "flows failed:$FLOW_FAILS"
-	[[ ${HOOKS[pol0]} == installed/installed && ${HOOKS[pol1]} == installed/installed ]]
-	check_err $? "hooks (autocork/tsq): pol0 ${HOOKS[pol0]}, pol1 ${HOOKS[pol1]}"
-	log_test "hooks installed in the module arms, all flows ran"
+	[[ ${HOOKS[pol0]} == "$ALL_INSTALLED" && ${HOOKS[pol1]} == "$ALL_INSTALLED" ]]
+	check_err $? "hooks ($ALL_HOOKS): pol0 ${HOOKS[pol0]}, pol1 ${HOOKS[pol1]}"
+	[[ ${ARMED[pol0]} == armed=0 && ${ARMED[pol1]} == armed=1 ]]
+	check_err $? "delack kprobe: pol0 ${ARMED[pol0]:-?}, pol1 ${ARMED[pol1]:-?} (expected armed=0, armed=1)"
+	log_test "hooks installed in the module arms, delack armed only with policies 1, all flows ran"
 }
 
 cost_policy0()
@@ -138,7 +164,7 @@ cost_counters()
 
 require_command iperf3 jq ip
 require_bbrx
-require_hooks autocork tsq
+require_hooks $ALL_HOOKS
 require_topo
 iperf3_server_start || exit 1
 

@@ -88,18 +88,47 @@ bbrx_unload()
 	! bbrx_module_loaded
 }
 
-# bbrx_load [PARAM=VALUE...]: load tcp_bbrx with module parameters (modprobe,
-# or insmod $BBRX_KO where it is not installed).  Errors on stderr.
+# Module parameters every hook test loads with: "disable=" installs every
+# hook whatever the module's default (later parameters override it).
+BBRX_HOOK_PARAMS=${BBRX_HOOK_PARAMS-disable=}
+
+# bbrx_load [PARAM=VALUE...]: load tcp_bbrx with $BBRX_HOOK_PARAMS and the
+# module parameters given (modprobe, or insmod $BBRX_KO where it is not
+# installed).  Errors on stderr.
 bbrx_load()
 {
+	# shellcheck disable=SC2086  # word-split parameter list
 	if modinfo tcp_bbrx &>/dev/null; then
-		modprobe tcp_bbrx "$@"
+		modprobe tcp_bbrx $BBRX_HOOK_PARAMS "$@"
 	elif [[ -n ${BBRX_KO:-} && -r $BBRX_KO ]]; then
-		insmod "$BBRX_KO" "$@"
+		insmod "$BBRX_KO" $BBRX_HOOK_PARAMS "$@"
 	else
 		echo "tcp_bbrx is not installed (no modinfo tcp_bbrx, no BBRX_KO)" >&2
 		return 1
 	fi
+}
+
+# require_hooks NAME...: tcp_bbrx loaded with the named hooks installed
+# (reloaded with $BBRX_HOOK_PARAMS if one is not); a hook still not
+# installed fails the test: a refusal on the reference kernel is a bug.
+require_hooks()
+{
+	local h bad=
+
+	for h in "$@"; do
+		[[ $(hook_state "$h") == installed ]] || bad=1
+	done
+	[[ -z $bad ]] && return 0
+	bbrx_reload >/dev/null 2>&1
+	bad=
+	for h in "$@"; do
+		[[ $(hook_state "$h") == installed ]] || bad+=" $(hook_line "$h")"
+	done
+	[[ -z $bad ]] && return 0
+	RET=1 retmsg="hooks not installed:$bad"
+	log_test "hooks $* installed"
+	tests_done
+	exit 1
 }
 
 # bbrx_reload [PARAM=VALUE...]: unload (must succeed) and load again.

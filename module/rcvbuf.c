@@ -147,6 +147,23 @@ bool bbrx_rcvbuf_grow_wants(struct sock *sk)
 	return bbrx_rcvbuf_acts(sk, bbrx_pernet(sock_net(sk)));
 }
 
+/*
+ * Memory charged per segment when the buffer grows: per_mss, raised in
+ * 128-byte steps (as the kernel raises its own estimate) until one
+ * segment's worth of it still offers an advmss of window after
+ * tcp_adv_win_scale. Without that, a buffer of N * per_mss would offer
+ * fewer than N segments of window (1152 bytes each with per_mss 2304 and
+ * the default scale of 1) and cap throughput at long RTTs.
+ */
+static u32 bbrx_rcvbuf_seg_mem(const struct sock *sk, const struct tcp_sock *tp)
+{
+	u32 mem = bbrx_rcvbuf_per_mss(bbrx_rcvbuf_mss(tp));
+
+	while (tcp_win_from_space(sk, mem) < tp->advmss)
+		mem += 128;
+	return mem;
+}
+
 /**
  * bbrx_rcvbuf_space_adjust() - tcp_rcv_space_adjust() charging per_mss
  * @sk: a TCP socket the application just read from, locked
@@ -158,8 +175,11 @@ bool bbrx_rcvbuf_grow_wants(struct sock *sk)
  * in slow start doubles per RTT, and the ACK now opens the window for the
  * RTT after next), then the buffer at that many segments times the memory
  * each costs. The only change from 6.1 is that cost: per_mss instead of
- * SKB_TRUESIZE(advmss + MAX_TCP_HEADER). The tcp_rcv_space_adjust
- * tracepoint does not fire for redirected calls.
+ * SKB_TRUESIZE(advmss + MAX_TCP_HEADER), both raised until a segment's
+ * memory offers an advmss of window (2944 vs the kernel's 2932 bytes for
+ * MSS 1448 with tcp_adv_win_scale 1; the difference is larger for other
+ * MSS). The tcp_rcv_space_adjust tracepoint does not fire for redirected
+ * calls.
  */
 void bbrx_rcvbuf_space_adjust(struct sock *sk)
 {
@@ -187,7 +207,7 @@ void bbrx_rcvbuf_space_adjust(struct sock *sk)
 			win = 2ULL * copied + 16ULL * tp->advmss;
 			win += 2 * div_u64(win * (copied - prev), prev);
 			win = div_u64(win, tp->advmss) *
-			      bbrx_rcvbuf_per_mss(bbrx_rcvbuf_mss(tp));
+			      bbrx_rcvbuf_seg_mem(sk, tp);
 			rcvbuf = min_t(u64, win,
 				       READ_ONCE(net->ipv4.sysctl_tcp_rmem[2]));
 			if (rcvbuf > sk->sk_rcvbuf) {

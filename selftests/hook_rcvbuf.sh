@@ -1,0 +1,447 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Receive-buffer policy (net.ipv4.bbrx.rcvbuf), the 2013 proposal "tcp:
+# rcvbuf autotuning improvements": with TSO/GSO off at the sender every
+# segment is its own skb, costing more memory than the kernel's estimate,
+# and receivers with default settings were window-limited (1150 vs 2906
+# Mbit/s at 0 ms in the report).  Modes, alternating within each repetition
+# (BBRX_REPS, default 3), receiver netns, scope=1:
+#	0 kernel   sk_rcvbuf starts at tcp_rmem[1] (131072 on 6.1)
+#	1 per_mss  sk_rcvbuf = max(cur, min(rcvmem, tcp_rmem[2])) at
+#		   establishment, rcvmem = 2 x 20 x per_mss (x 4 with
+#		   tcp_moderate_rcvbuf), per_mss = roundup_pow_of_two(mss + 256
+#		   + 320) + 256 = 2304 for MSS 1448: 368640 bytes
+#
+# Path: sender gso_max_segs 1, TSO off (one MSS per skb), receiver with
+# default settings (never iperf3 -w, which locks SO_RCVBUF and turns the
+# policy off), no bottleneck, RTT 0/10/25/50/100/250 ms added by netem on the
+# receiver's egress (the ACK path; limit above the BDP).  The sender-router
+# hop is veth whatever NETIFS says: over the emulated virtio NIC the guest
+# CPU caps a one-MSS-per-skb flow at 20-35 Mbit/s, so no window matters at
+# any RTT below ~25 ms; veth gives 70-120 Mbit/s.  Flows are short (4 s):
+# the initial buffer only matters during the first RTTs, before
+# tcp_rcv_space_adjust() grows it; the receiver's bytes in the first second
+# are reported next to the goodput.  One more RTT (50 ms) is run with
+# scope=0 and a per-peer route on the receiver (`ip route add <sender
+# prefix> via ... congctl bbrx`) so that the accepted sockets are bbrx.
+#
+# What the larger initial buffer changes at establishment (6.1, MSS 1448,
+# tcp_adv_win_scale 1, tcp_app_win 31; tcp_init_buffer_space()):
+#   window_clamp = tcp_full_space - advmss ("reserve one segment"):
+#		   65536 - 1448 = 64088 (kernel) vs 184320 - 1448 = 182872
+#		   (per_mss).  Not shown by ss.
+#   rcv_ssthresh = min(SYN-time rcv_wnd, window_clamp): 64088 (kernel,
+#		   clamped) vs 65160 (per_mss: the SYN window, 45 x 1448, which
+#		   the window scale negotiated at SYN time keeps <= 64 KiB).
+#   rcv_space    = min(rcv_ssthresh, rcv_wnd, 10 x advmss) = 14480 in both.
+# So the first window the receiver offers is the same (~64 KiB); what
+# changes is how far rcv_ssthresh may grow (tcp_grow_window, bounded by
+# window_clamp and tcp_space) before the first tcp_rcv_space_adjust(): up
+# to ~180 KiB instead of ~63 KiB.  The kernel's own autotuning grows
+# sk_rcvbuf after the first RTT of data anyway (at 10-100 ms, to 1-5 MB
+# within 1-2 s in both modes).
+#
+# Measured (one VM run, 2 runs per mode after the retry, busy 2-core host,
+# goodput Mbit/s kernel / per_mss, ratio; first-second ratio in brackets):
+#   0 ms 84/79 0.93 (0.81), 10 ms 57/60 1.05 (1.11), 25 ms 46/81 1.76
+#   (1.83), 50 ms 58/81 1.40 (1.89), 100 ms 45/58 1.27 (1.65), 250 ms
+#   32/6.3 0.20 (0.88), 50 ms scope 0 + route 59/77 1.31 (1.05).
+# The gain at 25-100 ms is in the first second, as expected.  The collapse
+# at 250 ms was seen in both runs and is NOT explained yet (the first
+# second is similar, so it happens later; receiver drop/prune counters were
+# not recorded): until it is, this test fails on it, as it should.
+#
+# The growth half (RcvbufGrown, kretprobe on tcp_rcv_space_adjust) is
+# reported only: with tcp_adv_win_scale 1 the kernel raises its per-segment
+# estimate SKB_TRUESIZE(1448 + 256) = 2292 in 128-byte steps until half of
+# it holds one MSS (2932 bytes), which is more than per_mss (2304), so the
+# rescaled size is never larger than the kernel's and the hook never grows
+# the buffer (0 in every run we made).
+#
+# Asserted: the initial rb of an idle accepted connection is the formula's
+# value in mode 1 (computed from the socket's advmss and the netns'
+# tcp_rmem, tcp_moderate_rcvbuf) and tcp_rmem[1] in mode 0; rcv_ssthresh at
+# establishment as above; RcvbufSized moves in mode 1 and not in mode 0;
+# no regression: the geometric mean over the RTTs of the per_mss / kernel
+# goodput ratios >= 0.97 and no RTT below 0.90.  A gain (>= 1.10x) is
+# asserted only at the RTTs listed in BBRX_RCVBUF_GAIN_RTTS (default none
+# until the runs above are confirmed; 25 50 100 are the candidates); the
+# test prints where it saw one.
+
+ALL_TESTS="
+	rcv_setup
+	rcv_initial_rb
+	rcv_counters
+	rcv_scope0_route
+	rcv_no_regression
+"
+RETRY_TESTS="rcv_no_regression"
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_hooks.sh"
+
+SECS=${BBRX_RCVBUF_SECS:-4}
+RTTS=${BBRX_RCVBUF_RTTS:-0 10 25 50 100 250}
+GAIN_RTTS=${BBRX_RCVBUF_GAIN_RTTS:-}
+S0_RTT=50		# the RTT also run with scope 0 + route congctl bbrx
+S0_ID=s0r$S0_RTT	# its row in the table
+JPORT=5202		# iperf3 server with -J (receiver-side intervals)
+MODES="0 1"
+NREP=0
+declare -A PROBE_RB PROBE_SST PROBE_SPACE PROBE_ADVMSS PROBE_CC PROBE_SIZED
+
+# rcv_ss NS FILTER: one `ss -tmiHn` of the established sockets matching
+# FILTER, as "rb= rcv_ssthresh= rcv_space= advmss= cc= bytes_received=".
+rcv_ss()
+{
+	ip netns exec "$1" ss -tmiHn state established "$2" 2>/dev/null | rcv_ss_parse
+}
+
+# rcv_ss_parse: ss -tmi output (one socket, possibly over several lines,
+# "@ time" lines between samples) -> one key=value line per sample.
+rcv_ss_parse()
+{
+	awk '
+	function flush() { if (have) print "t=" t, "rb=" rb, "rcv_ssthresh=" sst,
+			   "rcv_space=" sp, "advmss=" adv, "cc=" cc, "bytes_received=" br
+			   have = 0; rb = sst = sp = adv = cc = br = "" }
+	/^@ / { flush(); t = $2; next }
+	{
+		for (i = 1; i <= NF; i++) {
+			tok = $i
+			if (match(tok, /[(,]rb[0-9]+/)) { rb = substr(tok, RSTART + 3, RLENGTH - 3); have = 1 }
+			else if (tok ~ /^rcv_ssthresh:/) sst = substr(tok, 14)
+			else if (tok ~ /^rcv_space:/) sp = substr(tok, 11)
+			else if (tok ~ /^advmss:/) adv = substr(tok, 8)
+			else if (tok ~ /^bytes_received:/) br = substr(tok, 16)
+			else if (tok ~ /^(cubic|reno|bbr|bbrx|bbr2|dctcp|vegas|htcp)$/) cc = tok
+		}
+	}
+	END { flush() }'
+}
+
+kv()	# kv KEY < key=value line
+{
+	awk -v k="$1" '{ for (i = 1; i <= NF; i++) { n = index($i, "=")
+		if (substr($i, 1, n - 1) == k) print substr($i, n + 1) } }'
+}
+
+# The formula of the policy, from the netns' sysctls and the socket's MSS.
+rcv_expected()
+{
+	local mode=$1 mss=$2 rmem1 rmem2 mod
+
+	read -r _ rmem1 rmem2 < <(ip netns exec "$RCV" sysctl -n net.ipv4.tcp_rmem)
+	mod=$(ip netns exec "$RCV" sysctl -n net.ipv4.tcp_moderate_rcvbuf)
+	awk -v mode="$mode" -v mss="$mss" -v r1="$rmem1" -v r2="$rmem2" -v mod="$mod" 'BEGIN {
+		if (mode == 0) { print r1; exit }
+		p = 1; while (p < mss + 256 + 320) p *= 2
+		per = p + 256
+		rwnd = mss <= 1460 ? 20 : int(1460 * 20 / mss); if (rwnd < 2) rwnd = 2
+		mem = 2 * rwnd * per; if (mod) mem *= 4
+		if (mem > r2) mem = r2
+		if (mem < r1) mem = r1
+		print mem
+	}'
+}
+
+# rcv_probe KEY: one idle connection (1 byte, held 2 s) to the sink; the
+# accepted socket's rb, rcv_ssthresh, rcv_space, advmss, cc right after
+# establishment, and the RcvbufSized delta.
+rcv_probe()
+{
+	local key=$1 b a line i cpid
+
+	b=$(bbrx_stat RcvbufSized "$RCV")
+	ip netns exec "$SND" "$LIB_DIR/cc_setsockopt" -H 2 - "$RCV_IP4" "$SINK_PORT" 1 \
+		>/dev/null 2>&1 &
+	cpid=$!
+	line=
+	for ((i = 0; i < 40; i++)); do
+		sleep 0.1
+		line=$(rcv_ss "$RCV" "( sport = :$SINK_PORT )")
+		[[ -n $line ]] && break
+	done
+	wait "$cpid" 2>/dev/null
+	a=$(bbrx_stat RcvbufSized "$RCV")
+	PROBE_RB[$key]=$(kv rb <<<"$line")
+	PROBE_SST[$key]=$(kv rcv_ssthresh <<<"$line")
+	PROBE_SPACE[$key]=$(kv rcv_space <<<"$line")
+	PROBE_ADVMSS[$key]=$(kv advmss <<<"$line")
+	PROBE_CC[$key]=$(kv cc <<<"$line")
+	PROBE_SIZED[$key]=$((a - b))
+	log_info "probe $key: rb ${PROBE_RB[$key]:-?} rcv_ssthresh ${PROBE_SST[$key]:-?} rcv_space ${PROBE_SPACE[$key]:-?} advmss ${PROBE_ADVMSS[$key]:-?} cc ${PROBE_CC[$key]:-?} RcvbufSized +${PROBE_SIZED[$key]}"
+	# Let the sink's socket close before the next probe.
+	for ((i = 0; i < 30; i++)); do
+		[[ -z $(rcv_ss "$RCV" "( sport = :$SINK_PORT )") ]] && break
+		sleep 0.1
+	done
+}
+
+# rcv_flow ROW MODE REP: one iperf3 flow, receiver sampled every 0.1 s.
+# Appends "goodput first_s_Mbit rb_first rb_final sized grown" to ROW-MODE.res
+rcv_flow()
+{
+	local row=$1 m=$2 rep=$3 id=r$1-m$2-$3 c spid b_s b_g a_s a_g
+	local gp first rbf rbl
+
+	bbrx_sysctl_set "$RCV" rcvbuf "$m" || SET_FAILS+=" rcvbuf=$m"
+	CPORT=$((CPORT + 1))
+	c=$CPORT
+	ip netns exec "$RCV" bash -c '
+		while :; do
+			echo "@ $EPOCHREALTIME"
+			ss -tmiHn state established "( dport = :'"$c"' )"
+			sleep 0.1
+		done' >"$TMPD/$id.ss" 2>/dev/null &
+	spid=$!
+	bg_track $spid
+	b_s=$(bbrx_stat RcvbufSized "$RCV")
+	b_g=$(bbrx_stat RcvbufGrown "$RCV")
+	ip netns exec "$SND" timeout $((SECS + 60)) iperf3 -c "$RCV_IP4" -p "$JPORT" \
+		--cport "$c" -t "$SECS" -J --get-server-output \
+		>"$TMPD/$id.json" 2>"$TMPD/$id.err" || FLOW_FAILS+=" $id"
+	a_s=$(bbrx_stat RcvbufSized "$RCV")
+	a_g=$(bbrx_stat RcvbufGrown "$RCV")
+	bg_kill $spid
+	gp=$(iperf3_goodput "$TMPD/$id.json")
+	first=$(jq -r '(.server_output_json.intervals[0].sum.bits_per_second // 0) / 1e6 | . * 100 | round / 100' \
+		"$TMPD/$id.json" 2>/dev/null)
+	rcv_ss_parse <"$TMPD/$id.ss" >"$TMPD/$id.samples"
+	rbf=$(kv rb <"$TMPD/$id.samples" | head -n 1)
+	rbl=$(kv rb <"$TMPD/$id.samples" | tail -n 1)
+	echo "$gp ${first:-0} ${rbf:-nan} ${rbl:-nan} $((a_s - b_s)) $((a_g - b_g))" \
+		>>"$TMPD/$row-$m.res"
+}
+
+col()	# col N FILE: median of column N
+{
+	awk -v n="$1" '{ print $n }' "$2" | median
+}
+
+rcv_ratio_row()
+{
+	local row=$1
+
+	GP0[$row]=$(col 1 "$TMPD/$row-0.res")
+	GP1[$row]=$(col 1 "$TMPD/$row-1.res")
+	F0[$row]=$(col 2 "$TMPD/$row-0.res")
+	F1[$row]=$(col 2 "$TMPD/$row-1.res")
+	RATIO[$row]=$(calc "${GP1[$row]} / ${GP0[$row]}")
+	FRATIO[$row]=$(awk -v a="${F1[$row]}" -v b="${F0[$row]}" 'BEGIN { if (b > 0) printf "%.3g", a / b; else print "-" }')
+}
+
+declare -A GP0 GP1 F0 F1 RATIO FRATIO
+
+# measure: REPS more runs per RTT and mode (accumulated over retries).
+measure()
+{
+	local rtt rep m last
+
+	last=$((NREP + REPS))
+	bbrx_sysctl_set "$RCV" scope 1 || SET_FAILS+=" scope=1"
+	for rtt in $RTTS; do
+		shape_delay "$rtt" "$(bdp_bytes 1000 "$rtt")"
+		if ((NREP == 0)); then
+			for m in $MODES; do
+				bbrx_sysctl_set "$RCV" rcvbuf "$m" || SET_FAILS+=" rcvbuf=$m"
+				rcv_probe "$rtt-$m"
+			done
+		fi
+		for ((rep = NREP + 1; rep <= last; rep++)); do
+			for m in $MODES; do
+				rcv_flow "$rtt" "$m" "$rep"
+			done
+		done
+	done
+
+	# scope 0: only bbrx sockets; the receiver opts the sender's prefix in.
+	shape_delay "$S0_RTT" "$(bdp_bytes 1000 "$S0_RTT")"
+	bbrx_sysctl_set "$RCV" scope 0 || SET_FAILS+=" scope=0"
+	if ((NREP == 0)); then
+		bbrx_sysctl_set "$RCV" rcvbuf 1
+		rcv_probe "s0-noroute"
+	fi
+	ip -n "$RCV" route replace 10.71.1.0/24 via "$RTR_IP4_R" dev "$RCV_IF" congctl bbrx ||
+		SET_FAILS+=" route-congctl"
+	ROUTE=$(ip -n "$RCV" route show 10.71.1.0/24)
+	if ((NREP == 0)); then
+		for m in $MODES; do
+			bbrx_sysctl_set "$RCV" rcvbuf "$m"
+			rcv_probe "s0-$m"
+		done
+	fi
+	for ((rep = NREP + 1; rep <= last; rep++)); do
+		for m in $MODES; do
+			rcv_flow "$S0_ID" "$m" "$rep"
+		done
+	done
+	ip -n "$RCV" route del 10.71.1.0/24 2>/dev/null
+	bbrx_sysctl_set "$RCV" rcvbuf 0
+	bbrx_sysctl_set "$RCV" scope 1
+	shape_clear
+	NREP=$last
+
+	for rtt in $RTTS $S0_ID; do
+		rcv_ratio_row "$rtt"
+	done
+	rcv_table
+}
+
+rcv_table()
+{
+	local row lbl
+
+	echo "# sender gso_max_segs $(get_gso_max_segs), no bottleneck, delay on the ACK path; ${SECS}s flows, medians of $NREP runs per mode, alternating"
+	echo "# rb initial: idle accepted socket right after establishment; rb first / final: the data socket's first / last ss sample (0.1 s apart)"
+	printf '# %-12s %9s %9s %6s %8s %8s %6s %10s %10s %9s %9s\n' "RTT ms" kernel per_mss ratio \
+		"1st s k" "1st s p" ratio "rb init k" "rb init p" "rb fin k" "rb fin p"
+	for row in $RTTS $S0_ID; do
+		lbl=$row
+		[[ $row == "$S0_ID" ]] && lbl="$S0_RTT scope0"
+		local pk=$row-0 pp=$row-1
+		[[ $row == "$S0_ID" ]] && pk=s0-0 pp=s0-1
+		printf '# %-12s %9s %9s %6s %8s %8s %6s %10s %10s %9s %9s\n' "$lbl" \
+			"${GP0[$row]}" "${GP1[$row]}" "${RATIO[$row]}" \
+			"${F0[$row]}" "${F1[$row]}" "${FRATIO[$row]}" \
+			"${PROBE_RB[$pk]:-?}" "${PROBE_RB[$pp]:-?}" \
+			"$(col 4 "$TMPD/$row-0.res" | awk '{ printf "%d", $1 }')" \
+			"$(col 4 "$TMPD/$row-1.res" | awk '{ printf "%d", $1 }')"
+	done
+	echo "# Mbit/s: goodput (receiver) and the receiver's first second; rb in bytes; RcvbufGrown over all runs: $(cat "$TMPD"/*-1.res | awk '{ s += $6 } END { print s + 0 }')"
+}
+
+rcv_setup()
+{
+	[[ $(hook_state rcvbuf) == installed && $(hook_state rcvbuf_grow) == installed ]]
+	check_err $? "hooks: '$(hook_line rcvbuf)' '$(hook_line rcvbuf_grow)'"
+	[[ -z $SET_FAILS ]]
+	check_err $? "setup steps failed:$SET_FAILS"
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	[[ $GSO_NOW == 1 ]]
+	check_err $? "sender gso_max_segs is $GSO_NOW, not 1"
+	log_test "rcvbuf hooks installed, sysctls and route settable, all flows ran" "$(hook_line rcvbuf)"
+}
+
+rcv_initial_rb()
+{
+	local rtt m key exp bad='' sst0 sst1
+
+	for rtt in $RTTS; do
+		for m in $MODES; do
+			key=$rtt-$m
+			exp=$(rcv_expected "$m" "${PROBE_ADVMSS[$key]:-$MSS}")
+			[[ ${PROBE_RB[$key]} == "$exp" ]] ||
+				bad+=" rtt $rtt mode $m: rb ${PROBE_RB[$key]:-none} (want $exp);"
+		done
+		# window_clamp reserves one MSS below tcp_full_space: in kernel
+		# mode it clamps rcv_ssthresh, with per_mss it does not.
+		sst0=${PROBE_SST[$rtt-0]:-0}
+		sst1=${PROBE_SST[$rtt-1]:-0}
+		exp=$(( $(rcv_expected 0 "$MSS") / 2 - ${PROBE_ADVMSS[$rtt-0]:-$MSS} ))
+		[[ $sst0 == "$exp" ]] ||
+			bad+=" rtt $rtt kernel rcv_ssthresh $sst0 (want window_clamp $exp);"
+		fcmp "$sst1" '>' "$sst0" ||
+			bad+=" rtt $rtt per_mss rcv_ssthresh $sst1 not above kernel's $sst0;"
+	done
+	[[ -z $bad ]]
+	check_err $? "initial receive buffer:$bad"
+	log_test "initial rb = tcp_rmem[1] (kernel) / formula (per_mss); rcv_ssthresh unclamped" \
+		"rb ${PROBE_RB[0-0]} vs ${PROBE_RB[0-1]}, rcv_ssthresh ${PROBE_SST[0-0]} vs ${PROBE_SST[0-1]}, rcv_space ${PROBE_SPACE[0-0]} vs ${PROBE_SPACE[0-1]}"
+}
+
+rcv_counters()
+{
+	local rtt bad='' n0 n1
+
+	for rtt in $RTTS; do
+		[[ ${PROBE_SIZED[$rtt-0]} == 0 && ${PROBE_SIZED[$rtt-1]} == 1 ]] ||
+			bad+=" probe rtt $rtt: RcvbufSized +${PROBE_SIZED[$rtt-0]} / +${PROBE_SIZED[$rtt-1]} (want 0 / 1);"
+		n0=$(awk '$5 != 0' "$TMPD/$rtt-0.res" | wc -l)
+		n1=$(awk '$5 < 1' "$TMPD/$rtt-1.res" | wc -l)
+		((n0 == 0 && n1 == 0)) ||
+			bad+=" rtt $rtt flows: $n0 kernel-mode flows counted, $n1 per_mss flows did not;"
+	done
+	[[ -z $bad ]]
+	check_err $? "RcvbufSized:$bad"
+	log_test "RcvbufSized moves in mode 1 only (idle probes and every flow)" \
+		"per flow in mode 1: $(awk '{ print $5 }' "$TMPD"/*-1.res | sort -u | paste -sd/)"
+}
+
+rcv_scope0_route()
+{
+	local exp bad=
+
+	exp=$(rcv_expected 1 "${PROBE_ADVMSS[s0-1]:-$MSS}")
+	[[ ${PROBE_RB[s0-noroute]} == "$(rcv_expected 0 "$MSS")" && ${PROBE_SIZED[s0-noroute]} == 0 ]] ||
+		bad+=" no route: rb ${PROBE_RB[s0-noroute]}, RcvbufSized +${PROBE_SIZED[s0-noroute]} (a cubic socket must be left alone);"
+	[[ ${PROBE_CC[s0-1]} == bbrx && ${PROBE_CC[s0-0]} == bbrx ]] ||
+		bad+=" accepted socket cc ${PROBE_CC[s0-0]}/${PROBE_CC[s0-1]}, not bbrx ($ROUTE);"
+	[[ ${PROBE_RB[s0-1]} == "$exp" && ${PROBE_SIZED[s0-1]} == 1 ]] ||
+		bad+=" route congctl bbrx, mode 1: rb ${PROBE_RB[s0-1]} (want $exp), RcvbufSized +${PROBE_SIZED[s0-1]};"
+	[[ ${PROBE_RB[s0-0]} == "$(rcv_expected 0 "$MSS")" && ${PROBE_SIZED[s0-0]} == 0 ]] ||
+		bad+=" route congctl bbrx, mode 0: rb ${PROBE_RB[s0-0]}, RcvbufSized +${PROBE_SIZED[s0-0]};"
+	awk '$5 < 1 { e = 1 } END { exit e }' "$TMPD/$S0_ID-1.res" &&
+		awk '$5 != 0 { e = 1 } END { exit e }' "$TMPD/$S0_ID-0.res" ||
+		bad+=" scope-0 flows: RcvbufSized per flow $(awk '{ print $5 }' "$TMPD/$S0_ID-0.res" | paste -sd,) / $(awk '{ print $5 }' "$TMPD/$S0_ID-1.res" | paste -sd,);"
+	[[ -z $bad ]]
+	check_err $? "scope 0:$bad"
+	log_test "scope 0: cubic sockets untouched, route congctl bbrx opts accepted sockets in" \
+		"rb ${PROBE_RB[s0-noroute]} / ${PROBE_RB[s0-1]}, ratio at $S0_RTT ms ${RATIO[$S0_ID]}"
+}
+
+rcv_no_regression()
+{
+	local row gm worst='' gains='' r
+
+	((TEST_ATTEMPT > 0)) && measure
+	gm=$(for row in $RTTS $S0_ID; do echo "${RATIO[$row]}"; done |
+		awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "%.3f", exp(s / n); else print 0 }')
+	fcmp "$gm" '>=' 0.97
+	check_err $? "geometric mean of per_mss/kernel goodput ratios $gm < 0.97"
+	for row in $RTTS $S0_ID; do
+		r=${RATIO[$row]}
+		fcmp "$r" '>=' 0.90 || worst+=" $row ms: $r;"
+		fcmp "$r" '>=' 1.10 && gains+=" $row ms (${r}x)"
+	done
+	[[ -z $worst ]]
+	check_err $? "per_mss more than 10% below kernel at:$worst"
+	for row in $GAIN_RTTS; do
+		fcmp "${RATIO[$row]:-0}" '>=' 1.10
+		check_err $? "no >= 10% gain at $row ms (BBRX_RCVBUF_GAIN_RTTS): ${RATIO[$row]:-none}"
+	done
+	if [[ -n $gains ]]; then
+		log_info "per_mss >= 10% above kernel at:$gains (asserted only at BBRX_RCVBUF_GAIN_RTTS='$GAIN_RTTS')"
+	else
+		log_info "no gain of per_mss over kernel seen at any RTT (6.1 starts at tcp_rmem[1] = 128 KiB; see the header)"
+	fi
+	log_test "per_mss not below kernel: geometric mean >= 0.97, every RTT >= 0.90" \
+		"geomean $gm over $NREP runs per mode"
+}
+
+require_command iperf3 jq ip tc ss
+require_helper
+require_bbrx
+require_hooks rcvbuf rcvbuf_grow
+require_qdisc netem
+# veth on purpose, whatever NETIFS says (see the header).
+NETIFS=
+require_topo
+set_gso_max_segs 1
+GSO_NOW=$(get_gso_max_segs)
+ip netns exec "$RCV" iperf3 -s -J -p "$JPORT" >"$TMPD/iperf3-json-server.log" 2>&1 &
+bg_track $!
+sink_start || { SET_FAILS+=" sink"; }
+for ((i = 0; i < 50; i++)); do
+	[[ -n $(ip netns exec "$RCV" ss -ltnH "sport = :$JPORT") ]] && break
+	sleep 0.1
+done
+
+cpu_calibrate
+measure
+tests_run
+bbrx_sysctl_set "$RCV" rcvbuf 0
+bbrx_sysctl_set "$RCV" scope 0
+tests_done
+exit $EXIT_STATUS

@@ -198,11 +198,19 @@ rcv_flow()
 	bg_track $spid
 	b_s=$(bbrx_stat RcvbufSized "$RCV")
 	b_g=$(bbrx_stat RcvbufGrown "$RCV")
+	counters_snap "$RCV" "$TMPD/$id.rc0" $RCV_DROPS
+	counters_snap "$SND" "$TMPD/$id.sc0" TcpRetransSegs
 	ip netns exec "$SND" timeout $((SECS + 60)) iperf3 -c "$RCV_IP4" -p "$JPORT" \
 		--cport "$c" -t "$SECS" -J --get-server-output \
 		>"$TMPD/$id.json" 2>"$TMPD/$id.err" || FLOW_FAILS+=" $id"
 	a_s=$(bbrx_stat RcvbufSized "$RCV")
 	a_g=$(bbrx_stat RcvbufGrown "$RCV")
+	counters_snap "$RCV" "$TMPD/$id.rc1" $RCV_DROPS
+	counters_snap "$SND" "$TMPD/$id.sc1" TcpRetransSegs
+	local n drops=
+	for n in $RCV_DROPS; do
+		drops+="${drops:+,}$(counters_delta "$TMPD/$id.rc0" "$TMPD/$id.rc1" "$n")"
+	done
 	bg_kill $spid
 	gp=$(iperf3_goodput "$TMPD/$id.json")
 	first=$(jq -r '(.server_output_json.intervals[0].sum.bits_per_second // 0) / 1e6 | . * 100 | round / 100' \
@@ -211,6 +219,7 @@ rcv_flow()
 	rbf=$(kv rb <"$TMPD/$id.samples" | head -n 1)
 	rbl=$(kv rb <"$TMPD/$id.samples" | tail -n 1)
 	echo "$gp ${first:-0} ${rbf:-nan} ${rbl:-nan} $((a_s - b_s)) $((a_g - b_g))" \
+		"$(counters_delta "$TMPD/$id.sc0" "$TMPD/$id.sc1" TcpRetransSegs) $drops" \
 		>>"$TMPD/$row-$m.res"
 }
 
@@ -232,6 +241,8 @@ rcv_ratio_row()
 }
 
 declare -A GP0 GP1 F0 F1 RATIO FRATIO
+# Receiver-side drops that a too-small or mis-sized buffer causes.
+RCV_DROPS="TcpExtPruneCalled TcpExtRcvPruned TcpExtTCPRcvQDrop TcpExtTCPOFODrop TcpExtTCPRcvCollapsed"
 
 # measure: REPS more runs per RTT and mode (accumulated over retries).
 measure()
@@ -309,6 +320,12 @@ rcv_table()
 			"$(col 4 "$TMPD/$row-1.res" | awk '{ printf "%d", $1 }')"
 	done
 	echo "# Mbit/s: goodput (receiver) and the receiver's first second; rb in bytes; RcvbufGrown over all runs: $(cat "$TMPD"/*-1.res | awk '{ s += $6 } END { print s + 0 }')"
+	echo "# per run: mode, Mbit/s, sender retransmits, receiver ${RCV_DROPS// /,}"
+	for row in $RTTS $S0_ID; do
+		for m in $MODES; do
+			awk -v r="$row" -v m="$m" '{ printf "#   %s ms mode %s: %s Mbit/s, retrans %s, drops %s\n", r, m, $1, $7, $8 }' "$TMPD/$row-$m.res"
+		done
+	done
 }
 
 rcv_setup()

@@ -47,17 +47,15 @@
 #   0 ms 84/79 0.93 (0.81), 10 ms 57/60 1.05 (1.11), 25 ms 46/81 1.76
 #   (1.83), 50 ms 58/81 1.40 (1.89), 100 ms 45/58 1.27 (1.65), 250 ms
 #   32/6.3 0.20 (0.88), 50 ms scope 0 + route 59/77 1.31 (1.05).
-# The gain at 25-100 ms is in the first second, as expected.  The collapse
-# at 250 ms was seen in both runs and is NOT explained yet (the first
-# second is similar, so it happens later; receiver drop/prune counters were
-# not recorded): until it is, this test fails on it, as it should.
-#
-# The growth half (RcvbufGrown, kretprobe on tcp_rcv_space_adjust) is
-# reported only: with tcp_adv_win_scale 1 the kernel raises its per-segment
-# estimate SKB_TRUESIZE(1448 + 256) = 2292 in 128-byte steps until half of
-# it holds one MSS (2932 bytes), which is more than per_mss (2304), so the
-# rescaled size is never larger than the kernel's and the hook never grows
-# the buffer (0 in every run we made).
+# The gain at 25-100 ms is in the first second, as expected.  That run
+# (with an earlier build: growth through a kretprobe that never acted) also
+# showed a collapse at 250 ms in both per_mss runs (6.3 vs 32 Mbit/s).  With
+# this build (growth redirected to bbrx's tcp_rcv_space_adjust, per_mss
+# raised until a segment offers an advmss of window, RcvbufGrown 28 in 8
+# per_mss flows) it did not recur: 250 ms kernel 28.5/26.5, per_mss
+# 23.7/28.8 Mbit/s, 0-1 retransmits and no receiver prune/drop counts in any
+# run (per-run counters are printed under the table).  Not explained; the
+# no-regression assertion stays, so a recurrence fails this test.
 #
 # Asserted: the initial rb of an idle accepted connection is the formula's
 # value in mode 1 (computed from the socket's advmss and the netns'
@@ -364,13 +362,14 @@ rcv_initial_rb()
 	done
 	[[ -z $bad ]]
 	check_err $? "initial receive buffer:$bad"
+	rtt=${RTTS%% *}
 	log_test "initial rb = tcp_rmem[1] (kernel) / formula (per_mss); rcv_ssthresh unclamped" \
-		"rb ${PROBE_RB[0-0]} vs ${PROBE_RB[0-1]}, rcv_ssthresh ${PROBE_SST[0-0]} vs ${PROBE_SST[0-1]}, rcv_space ${PROBE_SPACE[0-0]} vs ${PROBE_SPACE[0-1]}"
+		"at $rtt ms: rb ${PROBE_RB[$rtt-0]} vs ${PROBE_RB[$rtt-1]}, rcv_ssthresh ${PROBE_SST[$rtt-0]} vs ${PROBE_SST[$rtt-1]}, rcv_space ${PROBE_SPACE[$rtt-0]} vs ${PROBE_SPACE[$rtt-1]}"
 }
 
 rcv_counters()
 {
-	local rtt bad='' n0 n1
+	local rtt bad='' n0 n1 g0 g1
 
 	for rtt in $RTTS; do
 		[[ ${PROBE_SIZED[$rtt-0]} == 0 && ${PROBE_SIZED[$rtt-1]} == 1 ]] ||
@@ -380,10 +379,15 @@ rcv_counters()
 		((n0 == 0 && n1 == 0)) ||
 			bad+=" rtt $rtt flows: $n0 kernel-mode flows counted, $n1 per_mss flows did not;"
 	done
+	# Growth: the redirected tcp_rcv_space_adjust() acts in mode 1 only.
+	g0=$(cat "$TMPD"/*-0.res | awk '{ s += $6 } END { print s + 0 }')
+	g1=$(cat "$TMPD"/*-1.res | awk '{ s += $6 } END { print s + 0 }')
+	((g0 == 0 && g1 > 0)) ||
+		bad+=" RcvbufGrown over all flows: +$g0 in mode 0, +$g1 in mode 1 (want 0 / > 0);"
 	[[ -z $bad ]]
-	check_err $? "RcvbufSized:$bad"
-	log_test "RcvbufSized moves in mode 1 only (idle probes and every flow)" \
-		"per flow in mode 1: $(awk '{ print $5 }' "$TMPD"/*-1.res | sort -u | paste -sd/)"
+	check_err $? "RcvbufSized / RcvbufGrown:$bad"
+	log_test "RcvbufSized and RcvbufGrown move in mode 1 only" \
+		"per flow in mode 1: sized $(awk '{ print $5 }' "$TMPD"/*-1.res | sort -u | paste -sd/), grown $g1 in all"
 }
 
 rcv_scope0_route()

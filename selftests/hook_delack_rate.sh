@@ -47,7 +47,7 @@ ALL_TESTS="
 	dl_counters
 	dl_throughput
 "
-RETRY_TESTS="dl_acks_per_segment dl_mode1_as_kernel"
+RETRY_TESTS="dl_acks_per_segment dl_mode1_as_kernel dl_throughput"
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
@@ -179,9 +179,11 @@ dl_throughput()
 	# Reported, not asserted (see the header).
 	log_info "goodput kernel ${GP[0]}, pre-change ${GP[2]}, post-change ${GP[1]} Mbit/s; pre/kernel $(calc "${GP[2]} / ${GP[0]}")"
 	log_info "cwnd 4: a Linux sender waits for the ACK of every second segment in mode 2 instead of every segment; it does not pay per ACK like lwIP, so fewer ACKs cannot make it faster"
-	fcmp "${GP[2]}" '>' 0
-	check_err $? "no goodput in mode 2"
-	log_test "goodput per mode reported" "${GP[0]} / ${GP[2]} / ${GP[1]} Mbit/s (kernel / pre / post)"
+	# Guard, not the report's claim: with delayed ACKs the cwnd-4 sender
+	# waits longer per window, but mode 2 must not starve it.
+	fcmp "${GP[2]}" '>=' "$(calc "0.7 * ${GP[0]}")"
+	check_err $? "mode 2 goodput ${GP[2]} below 0.7 x kernel ${GP[0]}"
+	log_test "mode 2 goodput >= 0.7 x kernel (reported: kernel / pre / post)" "${GP[0]} / ${GP[2]} / ${GP[1]} Mbit/s"
 }
 
 require_command iperf3 jq ip tc ss

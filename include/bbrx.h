@@ -65,6 +65,7 @@ struct bbrx_net {
 	int tsq;		/* enum bbrx_policy */
 	int rcvbuf;		/* 0 kernel, 1 per_mss */
 	int delack;		/* enum bbrx_policy */
+	bool dying;		/* pre_exit ran: policies stay 0 (hook lock) */
 
 	struct bbrx_mib __percpu *mib;
 	struct ctl_table_header *sysctl_hdr;

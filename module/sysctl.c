@@ -93,7 +93,9 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 			    size_t *lenp, loff_t *ppos)
 {
 	struct bbrx_param *p = table->extra1;
-	int val = READ_ONCE(*(int *)table->data);
+	int *cur = table->data;
+	struct bbrx_net *bn = (void *)((char *)cur - p->offset);
+	int val = READ_ONCE(*cur);
 	struct ctl_table tmp = {
 		.data = &val,
 		.maxlen = sizeof(int),
@@ -101,7 +103,6 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 		.extra2 = &p->max,
 	};
 
-	int *cur = table->data;
 	int err, id;
 
 	err = proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos);
@@ -117,6 +118,14 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 		}
 	}
 	bbrx_hook_lock();
+	/*
+	 * The table outlives pre_exit (it goes in .exit): a dying netns keeps
+	 * its policies at 0, or a write would add a hook user nobody drops.
+	 */
+	if (bn->dying) {
+		bbrx_hook_unlock();
+		return -ENOENT;
+	}
 	if (!*cur != !val)	/* leaves or returns to BBRX_POLICY_KERNEL (0) */
 		bbrx_hook_users(p->hooks, val ? 1 : -1);
 	WRITE_ONCE(*cur, val);
@@ -141,13 +150,15 @@ void bbrx_sysctl_defaults(struct bbrx_net *bn)
  * @bn: per-netns state
  *
  * Kernel sockets of a netns being dismantled may still send; from here on
- * the hooks leave them to the kernel, and lazy hooks lose this user.
+ * the hooks leave them to the kernel, lazy hooks lose this user, and policy
+ * writes (the sysctl files exist until .exit) fail with -ENOENT.
  */
 void bbrx_sysctl_policies_off(struct bbrx_net *bn)
 {
 	int i;
 
 	bbrx_hook_lock();
+	bn->dying = true;
 	for (i = 0; i < ARRAY_SIZE(bbrx_params); i++) {
 		const struct bbrx_param *p = &bbrx_params[i];
 		int *v = bbrx_param_ptr(bn, p);

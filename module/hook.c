@@ -388,7 +388,7 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 
 	if (bbrx_disable_mask & BIT(id)) {
 		h->state = BBRX_HOOK_DISABLED;
-		pr_info("bbrx: hook %s (%s) disabled by module parameter\n",
+		pr_info("bbrx: hook %s (%s) not installed (module parameter disable=)\n",
 			h->name, h->symbol);
 		return;
 	}

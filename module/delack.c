@@ -26,6 +26,7 @@
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
 #include <linux/stddef.h>
+#include <linux/string.h>
 #include <net/inet_connection_sock.h>
 #include <net/tcp.h>
 
@@ -40,14 +41,6 @@
 #define BBRX_JNE_REL32_LEN	6
 /* tcp_event_data_recv is about 0x310 bytes in 6.1 builds. */
 #define BBRX_DELACK_SCAN	0x600
-
-static void bbrx_put_le32(u8 *p, u32 v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-	p[2] = v >> 16;
-	p[3] = v >> 24;
-}
 
 /**
  * bbrx_delack_verify() - check tcp_event_data_recv() has the PSH branch
@@ -71,6 +64,7 @@ int bbrx_delack_verify(unsigned long addr, char *reason, size_t len)
 	const size_t flags = offsetof(struct sk_buff, cb) +
 			     offsetof(struct tcp_skb_cb, tcp_flags);
 	u8 orb[BBRX_ORB_LEN] = { BBRX_ORB_OPCODE, BBRX_ORB_MODRM_RBX };
+	__le32 disp = cpu_to_le32(pend);
 	u8 test[BBRX_TESTB_R12_LEN + 2] = {
 		0x41, 0xf6, 0x44, 0x24, (u8)flags, TCPHDR_PSH, 0x0f, 0x85,
 	};
@@ -82,7 +76,7 @@ int bbrx_delack_verify(unsigned long addr, char *reason, size_t len)
 		snprintf(reason, len, "tcp_flags at skb+%zu: no disp8 form", flags);
 		return -ENOEXEC;
 	}
-	bbrx_put_le32(orb + 2, pend);
+	memcpy(orb + 2, &disp, sizeof(disp));
 	orb[6] = ICSK_ACK_PUSHED;
 
 	o = bbrx_hook_find(addr, 0, BBRX_DELACK_SCAN, orb, sizeof(orb), fault);

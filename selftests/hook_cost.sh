@@ -53,10 +53,7 @@ arm_setup()
 		return
 	fi
 	bbrx_module_loaded || bbrx_load || { SETUP_FAILS+=" load"; return; }
-	HOOKS[$arm]=
-	for h in $ALL_HOOKS; do
-		HOOKS[$arm]+="${HOOKS[$arm]:+/}$(hook_state "$h")"
-	done
+	HOOKS[$arm]=$(hook_states $ALL_HOOKS)
 	[[ $arm == pol1 ]] && p=1 || p=0
 	{ bbrx_sysctl_set "$SND" scope 1 &&
 	  bbrx_sysctl_set "$SND" autocork "$p" &&

@@ -242,26 +242,35 @@ declare -A GP0 GP1 F0 F1 RATIO FRATIO
 # Receiver-side drops that a too-small or mis-sized buffer causes.
 RCV_DROPS="TcpExtPruneCalled TcpExtRcvPruned TcpExtTCPRcvQDrop TcpExtTCPOFODrop TcpExtTCPRcvCollapsed"
 
+# rcv_row ROW PROBE LAST: on the first pass an idle-connection probe per
+# mode (PROBE-<mode>), then the flows of runs NREP+1..LAST per mode.
+rcv_row()
+{
+	local row=$1 probe=$2 last=$3 rep m
+
+	if ((NREP == 0)); then
+		for m in $MODES; do
+			bbrx_sysctl_set "$RCV" rcvbuf "$m" || SET_FAILS+=" rcvbuf=$m"
+			rcv_probe "$probe-$m"
+		done
+	fi
+	for ((rep = NREP + 1; rep <= last; rep++)); do
+		for m in $MODES; do
+			rcv_flow "$row" "$m" "$rep"
+		done
+	done
+}
+
 # measure: REPS more runs per RTT and mode (accumulated over retries).
 measure()
 {
-	local rtt rep m last
+	local rtt last
 
 	last=$((NREP + REPS))
 	bbrx_sysctl_set "$RCV" scope 1 || SET_FAILS+=" scope=1"
 	for rtt in $RTTS; do
 		shape_delay "$rtt" "$(bdp_bytes 1000 "$rtt")"
-		if ((NREP == 0)); then
-			for m in $MODES; do
-				bbrx_sysctl_set "$RCV" rcvbuf "$m" || SET_FAILS+=" rcvbuf=$m"
-				rcv_probe "$rtt-$m"
-			done
-		fi
-		for ((rep = NREP + 1; rep <= last; rep++)); do
-			for m in $MODES; do
-				rcv_flow "$rtt" "$m" "$rep"
-			done
-		done
+		rcv_row "$rtt" "$rtt" "$last"
 	done
 
 	# scope 0: only bbrx sockets; the receiver opts the sender's prefix in.
@@ -274,17 +283,7 @@ measure()
 	ip -n "$RCV" route replace 10.71.1.0/24 via "$RTR_IP4_R" dev "$RCV_IF" congctl bbrx ||
 		SET_FAILS+=" route-congctl"
 	ROUTE=$(ip -n "$RCV" route show 10.71.1.0/24)
-	if ((NREP == 0)); then
-		for m in $MODES; do
-			bbrx_sysctl_set "$RCV" rcvbuf "$m"
-			rcv_probe "s0-$m"
-		done
-	fi
-	for ((rep = NREP + 1; rep <= last; rep++)); do
-		for m in $MODES; do
-			rcv_flow "$S0_ID" "$m" "$rep"
-		done
-	done
+	rcv_row "$S0_ID" s0 "$last"
 	ip -n "$RCV" route del 10.71.1.0/24 2>/dev/null
 	bbrx_sysctl_set "$RCV" rcvbuf 0
 	bbrx_sysctl_set "$RCV" scope 1

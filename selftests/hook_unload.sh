@@ -53,7 +53,7 @@ flows_loop()
 
 measure()
 {
-	local i ac tsq dl t0 lpid sum rsum j h
+	local i ac tsq dl t0 lpid sum rsum j
 
 	bbrx_unload || UNLOAD_FAILS+=" initial"
 	: >"$TMPD/flows.rc"
@@ -71,10 +71,7 @@ measure()
 			LOAD_FAILS+=" $i"
 			continue
 		fi
-		CYC_HOOKS[i]=
-		for h in $HOOKS; do
-			CYC_HOOKS[i]+="${CYC_HOOKS[i]:+/}$(hook_state "$h")"
-		done
+		CYC_HOOKS[i]=$(hook_states $HOOKS)
 		{ bbrx_sysctl_set "$SND" scope 1 &&
 		  bbrx_sysctl_set "$SND" autocork "$ac" &&
 		  bbrx_sysctl_set "$SND" tsq "$tsq" &&

@@ -10,6 +10,18 @@ hook_state()
 	awk -v h="$1" '$1 == h { s = $3; sub(/:$/, "", s); print s }' /proc/net/bbrx_hooks 2>/dev/null
 }
 
+# hook_states NAME...: the states of the named hooks joined by "/"
+# (installed/installed/...).
+hook_states()
+{
+	local h out=
+
+	for h in "$@"; do
+		out+="${out:+/}$(hook_state "$h")"
+	done
+	echo "$out"
+}
+
 # hook_line NAME: the whole line of hook NAME.
 hook_line()
 {

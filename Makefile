@@ -97,4 +97,4 @@ check-rt: deps
 	@! grep -E 'warning:|error:' $(CACHE)/rt.log
 
 check: check-version check-style check-sparse check-dkms check-rt vm-build
-	$(ROOT)/scripts/vm-run -- make run_tests
+	$(ROOT)/scripts/vm-run -- KSFT_FAIL_ON_SKIP=1 make run_tests

@@ -93,10 +93,10 @@ measure()
 	NREP=$last
 	bbrx_sysctl_set "$RCV" delack 0
 	for m in $MODES; do
-		APS[$m]=$(awk '{ print $1 }' "$TMPD/$m.res" | median)
-		GP[$m]=$(awk '{ print $2 }' "$TMPD/$m.res" | median)
-		MARKED[$m]=$(awk '{ print $3 }' "$TMPD/$m.res" | median)
-		SUPP[$m]=$(awk '{ print $4 }' "$TMPD/$m.res" | median)
+		APS[$m]=$(col_median 1 "$TMPD/$m.res")
+		GP[$m]=$(col_median 2 "$TMPD/$m.res")
+		MARKED[$m]=$(col_median 3 "$TMPD/$m.res")
+		SUPP[$m]=$(col_median 4 "$TMPD/$m.res")
 	done
 	CWNDS=$(sort -n "$TMPD/cwnd.samples" | uniq -c | awk '{ printf "%s x%s ", $2, $1 }')
 	echo "# sender: gso_max_segs $(get_gso_max_segs), iperf3 -l 1448 -N, cwnd lock $CWND, fq maxrate ${RATE}mbit; receiver scope=1; ${SECS}s flows, $NREP runs per mode"

@@ -221,19 +221,14 @@ rcv_flow()
 		>>"$TMPD/$row-$m.res"
 }
 
-col()	# col N FILE: median of column N
-{
-	awk -v n="$1" '{ print $n }' "$2" | median
-}
-
 rcv_ratio_row()
 {
 	local row=$1
 
-	GP0[$row]=$(col 1 "$TMPD/$row-0.res")
-	GP1[$row]=$(col 1 "$TMPD/$row-1.res")
-	F0[$row]=$(col 2 "$TMPD/$row-0.res")
-	F1[$row]=$(col 2 "$TMPD/$row-1.res")
+	GP0[$row]=$(col_median 1 "$TMPD/$row-0.res")
+	GP1[$row]=$(col_median 1 "$TMPD/$row-1.res")
+	F0[$row]=$(col_median 2 "$TMPD/$row-0.res")
+	F1[$row]=$(col_median 2 "$TMPD/$row-1.res")
 	RATIO[$row]=$(calc "${GP1[$row]} / ${GP0[$row]}")
 	FRATIO[$row]=$(awk -v a="${F1[$row]}" -v b="${F0[$row]}" 'BEGIN { if (b > 0) printf "%.3g", a / b; else print "-" }')
 }
@@ -313,8 +308,8 @@ rcv_table()
 			"${GP0[$row]}" "${GP1[$row]}" "${RATIO[$row]}" \
 			"${F0[$row]}" "${F1[$row]}" "${FRATIO[$row]}" \
 			"${PROBE_RB[$pk]:-?}" "${PROBE_RB[$pp]:-?}" \
-			"$(col 4 "$TMPD/$row-0.res" | awk '{ printf "%d", $1 }')" \
-			"$(col 4 "$TMPD/$row-1.res" | awk '{ printf "%d", $1 }')"
+			"$(col_median 4 "$TMPD/$row-0.res" | awk '{ printf "%d", $1 }')" \
+			"$(col_median 4 "$TMPD/$row-1.res" | awk '{ printf "%d", $1 }')"
 	done
 	echo "# Mbit/s: goodput (receiver) and the receiver's first second; rb in bytes; RcvbufGrown over all runs: $(cat "$TMPD"/*-1.res | awk '{ s += $6 } END { print s + 0 }')"
 	echo "# per run: mode, Mbit/s, sender retransmits, receiver ${RCV_DROPS// /,}"

@@ -313,6 +313,12 @@ median()
 			   else printf "%g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# col_median N FILE: median of column N of a whitespace-separated file.
+col_median()
+{
+	awk -v n="$1" '{ print $n }' "$2" | median
+}
+
 # mode (most frequent value) of stdin; ties go to the smaller value.
 mode()
 {

@@ -5,7 +5,16 @@
 # Idempotent and quiet: when everything is present it prints nothing and
 # exits 0 without touching apt. Otherwise it runs `apt-get update` once and
 # installs only the missing packages. Needs root (or sudo) for that step.
+#
+# QEMU: bookworm's 7.2 hangs multi-threaded TCG guests when the guest kernel
+# patches its own text under load (README, "Known problem": a vCPU keeps
+# running a stale translation of a patch site). On bookworm this script adds
+# the bookworm-backports suite (Debian's own archive) and installs
+# qemu-system-x86 >= 10 from it; elsewhere an older QEMU stays and
+# scripts/vm-run falls back to single-threaded TCG.
 set -euo pipefail
+
+QEMU_MIN=1:10
 
 PKGS=(
 	# VM runner: emulator, the guest kernel and the host tools copied into
@@ -25,9 +34,25 @@ for p in "${PKGS[@]}"; do
 	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
 	[[ $st == ii* ]] || missing+=("$p")
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+qemu_new_enough()
+{
+	local v
 
-echo "deps.sh: installing: ${missing[*]}" >&2
+	v=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || return 1
+	dpkg --compare-versions "$v" ge "$QEMU_MIN"
+}
+
+# shellcheck source=/dev/null
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+want_bpo=0
+if [[ $codename == bookworm ]] && ! qemu_new_enough; then
+	want_bpo=1
+	missing=("${missing[@]/qemu-system-x86}")
+	read -ra missing <<<"${missing[*]}"
+fi
+[[ ${#missing[@]} -eq 0 && $want_bpo -eq 0 ]] && exit 0
+
+[[ ${#missing[@]} -eq 0 ]] || echo "deps.sh: installing: ${missing[*]}" >&2
 SUDO=()
 if [[ $(id -u) -ne 0 ]]; then
 	if command -v sudo >/dev/null; then
@@ -38,13 +63,34 @@ if [[ $(id -u) -ne 0 ]]; then
 	fi
 fi
 export DEBIAN_FRONTEND=noninteractive
+if ((want_bpo)); then
+	echo "deps.sh: adding bookworm-backports for qemu-system-x86 >= $QEMU_MIN" >&2
+	"${SUDO[@]}" tee /etc/apt/sources.list.d/bbrx-backports.sources >/dev/null <<-EOT
+	Types: deb
+	URIs: http://deb.debian.org/debian
+	Suites: bookworm-backports
+	Components: main
+	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+	EOT
+fi
 if ! "${SUDO[@]}" apt-get update -qq; then
 	echo "deps.sh: error: apt-get update failed" >&2
 	exit 1
 fi
-if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+if [[ ${#missing[@]} -ne 0 ]] &&
+	! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	-o Dpkg::Use-Pty=0 --no-install-recommends "${missing[@]}" >/dev/null; then
 	echo "deps.sh: error: apt-get install failed for: ${missing[*]}" >&2
+	exit 1
+fi
+if ((want_bpo)) && ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+	apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends \
+	-t bookworm-backports qemu-system-x86 >/dev/null; then
+	echo "deps.sh: error: qemu-system-x86 from bookworm-backports failed" >&2
+	exit 1
+fi
+if ((want_bpo)) && ! qemu_new_enough; then
+	echo "deps.sh: error: qemu-system-x86 still older than $QEMU_MIN" >&2
 	exit 1
 fi
 # Re-check: apt-get can exit 0 and still leave a package unconfigured.

@@ -131,12 +131,10 @@ static const char * const bbrx_hook_state_names[] = {
  * with -EINVAL.
  */
 /*
- * Off by default: with the hooks installed (even with every policy at 0) the
- * TCG guest has hung in long, traffic-heavy tests (soft lockups, once a
- * vCPU looping in netif_receive_skb_list_internal); never seen without
- * them. See README "Known problem". `disable=` (empty) installs every hook.
+ * Every hook is installed by default (DESIGN: verify and report at load; a
+ * policy at 0 costs one early return). `disable=all` installs none.
  */
-static unsigned long bbrx_disable_mask = BIT(BBRX_HOOK_MAX) - 1;
+static unsigned long bbrx_disable_mask;
 static unsigned long bbrx_fault_mask;
 
 static int bbrx_hook_mask_set(const char *val, const struct kernel_param *kp)
@@ -153,11 +151,15 @@ static int bbrx_hook_mask_set(const char *val, const struct kernel_param *kp)
 		tok = strim(tok);
 		if (!*tok)
 			continue;
+		if (!strcmp(tok, "all")) {
+			m = BIT(BBRX_HOOK_MAX) - 1;
+			continue;
+		}
 		for (i = 0; i < BBRX_HOOK_MAX; i++)
 			if (!strcmp(tok, bbrx_hooks[i].name))
 				break;
 		if (i == BBRX_HOOK_MAX) {
-			pr_err("bbrx: %s: unknown hook \"%s\" (known: autocork, tsq, rcvbuf, rcvbuf_grow, delack)\n",
+			pr_err("bbrx: %s: unknown hook \"%s\" (known: autocork, tsq, rcvbuf, rcvbuf_grow, delack, all)\n",
 			       kp->name, tok);
 			err = -EINVAL;
 			break;
@@ -189,7 +191,7 @@ static const struct kernel_param_ops bbrx_hook_mask_ops = {
 };
 
 module_param_cb(disable, &bbrx_hook_mask_ops, &bbrx_disable_mask, 0444);
-MODULE_PARM_DESC(disable, "Hooks not to install, comma-separated: autocork,tsq,rcvbuf,rcvbuf_grow,delack (default: all; empty installs every hook)");
+MODULE_PARM_DESC(disable, "Hooks not to install, comma-separated: autocork,tsq,rcvbuf,rcvbuf_grow,delack or all (default: none, every hook is installed)");
 module_param_cb(fault_verify, &bbrx_hook_mask_ops, &bbrx_fault_mask, 0444);
 MODULE_PARM_DESC(fault_verify,
 		 "Test only: hooks whose verifier expects a wrong pattern and refuses");

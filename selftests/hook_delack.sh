@@ -48,9 +48,9 @@
 # valid probes of a kind (checks independent of the delack mode), is
 # measured once more (BBRX_RETRIES).
 #
-# The hooks are off by default in this release: require_hooks reloads the
-# module with $BBRX_HOOK_PARAMS (disable=) when the delack hook is not
-# installed, and fails the script when it still is not.
+# require_hooks reloads the module with $BBRX_HOOK_PARAMS when the delack
+# hook is not installed (a load with disable= before), and fails the
+# script when it still is not.
 
 ALL_TESTS="
 	delack_hook_installed

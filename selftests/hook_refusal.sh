@@ -10,8 +10,9 @@
 # unchanged) while out-of-range values still fail with EINVAL, another
 # policy still takes a non-zero value, and bbrx still works (a socket takes
 # it).  Also: disable=autocork,tsq reports both "disabled" and refuses their
-# policies; an unknown hook name fails the load; a plain load (with
-# $BBRX_HOOK_PARAMS, i.e. disable=) installs every hook.
+# policies; disable=all installs none and bbrx still works; an unknown hook
+# name fails the load; a plain load (the module's default) installs every
+# hook.
 # The module is left loaded.
 
 ALL_TESTS="
@@ -21,6 +22,7 @@ ALL_TESTS="
 	refuse_rcvbuf_grow
 	refuse_delack
 	disable_both
+	disable_all
 	unknown_hook_name
 	plain_load_installs_all
 "
@@ -190,6 +192,26 @@ disable_both()
 	log_test "disable=autocork,tsq: both disabled, policies EOPNOTSUPP, bbrx works"
 }
 
+disable_all()
+{
+	local err h
+
+	err=$(bbrx_reload disable=all 2>&1)
+	check_err $? "load with disable=all failed: $err"
+	for h in $ALL_HOOKS; do
+		[[ $(hook_state "$h") == disabled ]]
+		check_err $? "bbrx_hooks: '$(hook_line "$h")', expected disabled"
+	done
+	netns_up
+	check_err $? "netns with a sink could not be set up"
+	for h in autocork tsq rcvbuf delack; do
+		policy_checks "$h" ""
+	done
+	bbrx_works
+	netns_down
+	log_test "disable=all: no hook installed, every policy EOPNOTSUPP, bbrx works"
+}
+
 unknown_hook_name()
 {
 	local err
@@ -209,7 +231,7 @@ plain_load_installs_all()
 	local err h
 
 	err=$(bbrx_unload && bbrx_load 2>&1)
-	check_err $? "load with '$BBRX_HOOK_PARAMS' failed: $err"
+	check_err $? "plain load failed: $err"
 	for h in $ALL_HOOKS; do
 		[[ $(hook_state "$h") == installed ]]
 		check_err $? "bbrx_hooks: '$(hook_line "$h")', expected installed"
@@ -222,7 +244,7 @@ plain_load_installs_all()
 	done
 	bbrx_works
 	netns_down
-	log_test "load with '$BBRX_HOOK_PARAMS': every hook installed, policies settable" \
+	log_test "plain load: every hook installed, policies settable" \
 		"$(tr '\n' ';' </proc/net/bbrx_hooks)"
 }
 

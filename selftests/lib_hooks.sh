@@ -100,9 +100,9 @@ bbrx_unload()
 	! bbrx_module_loaded
 }
 
-# Module parameters every hook test loads with: "disable=" installs every
-# hook whatever the module's default (later parameters override it).
-BBRX_HOOK_PARAMS=${BBRX_HOOK_PARAMS-disable=}
+# Module parameters every hook test loads with (later parameters override
+# them). Empty: the module's default, which installs every hook.
+BBRX_HOOK_PARAMS=${BBRX_HOOK_PARAMS-}
 
 # bbrx_load [PARAM=VALUE...]: load tcp_bbrx with $BBRX_HOOK_PARAMS and the
 # module parameters given (modprobe, or insmod $BBRX_KO where it is not

@@ -549,6 +549,8 @@ topo_create()
 	local ns if0 if1 i
 
 	TOPO_UP=1
+	# A script that builds the topology again (the bench) starts clean.
+	NETIFS_USED=
 	for ns in $SND $RTR $RCV; do
 		ip netns add "$ns" || return 1
 		ip -n "$ns" link set lo up

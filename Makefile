@@ -6,7 +6,10 @@
 #   make install         modules_install + depmod + modprobe.d hook (root)
 #   make load / unload   insmod / rmmod the built module on this host
 #   make demo            build for the VM kernel, boot it, print a comparison
-#   make check           style, sparse, W=1, DKMS and rt builds, selftests in the VM
+#   make check           style, sparse, W=1, DKMS and rt builds, the quick
+#                        bench (check-bench), selftests in the VM
+#   make bench           build, boot the VM, run the benchmark matrix: results/
+#                        (QUICK=1 a short subset, REPS=N repetitions)
 #   make clean
 #
 # KDIR defaults to the running kernel's build tree; where that does not exist
@@ -37,7 +40,8 @@ CACHE := $(ROOT)/.cache
 KBUILD_OPTS := W=1
 
 .PHONY: all modules clean install load unload deps vm-build demo check \
-	check-style check-sparse check-dkms check-rt check-version selftests
+	check-style check-sparse check-dkms check-rt check-version selftests \
+	bench check-bench
 
 all: modules
 
@@ -74,6 +78,19 @@ demo: vm-build
 	cp -r $(ROOT)/selftests/. $(ROOT)/scripts/demo.sh $(CACHE)/demo/
 	$(ROOT)/scripts/vm-run --dir $(CACHE)/demo -- ./demo.sh
 
+# The benchmark matrix (scripts/bench-matrix.sh), one VM boot per scenario;
+# tables, JSON and plots in results/ (git-ignored).
+bench: vm-build
+	$(ROOT)/scripts/bench
+
+# The quickest bench once, into the cache (results/ keeps the last real
+# run), then its report and plots checked for form, not numbers.
+BENCH_CHECK_DIR := $(CACHE)/bench-check
+check-bench: vm-build
+	QUICK=1 BENCH_RESULTS=$(BENCH_CHECK_DIR) $(ROOT)/scripts/bench || \
+		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
+	$(ROOT)/scripts/bench-check $(BENCH_CHECK_DIR)
+
 check-version:
 	@test "$(VERSION)" = "$(DKMS_VERSION)" || \
 		{ echo "bbrx: version $(VERSION) in include/bbrx.h but $(DKMS_VERSION) in dkms.conf" >&2; exit 1; }
@@ -96,5 +113,7 @@ check-rt: deps
 	$(MAKE) -C $(RT_KDIR) M=$(CACHE)/rt W=1 modules 2>&1 | tee $(CACHE)/rt.log
 	@! grep -E 'warning:|error:' $(CACHE)/rt.log
 
-check: check-version check-style check-sparse check-dkms check-rt vm-build
+# check-bench before the selftests, so that their runner's "N passed,
+# N failed" line stays the last one.
+check: check-version check-style check-sparse check-dkms check-rt vm-build check-bench
 	$(ROOT)/scripts/vm-run -- KSFT_FAIL_ON_SKIP=1 make run_tests

@@ -120,7 +120,7 @@ measure()
 {
 	local rep m
 
-	tc -n "$SND" qdisc replace dev "$SND_IF" root fq maxrate "${MAXRATE}mbit"
+	shape_sender_fq "$MAXRATE"
 	QDISC=$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)
 	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"
 	HOOK=$(hook_line autocork)

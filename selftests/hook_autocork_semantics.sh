@@ -151,7 +151,7 @@ measure()
 	local m pat
 
 	# flow_limit: room for a whole round, so fq drops nothing
-	tc -n "$SND" qdisc replace dev "$SND_IF" root fq maxrate 10mbit flow_limit 1000
+	shape_sender_fq 10 flow_limit 1000
 	set_gso_max_segs 1
 	GSO_NOW=$(get_gso_max_segs)
 	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"

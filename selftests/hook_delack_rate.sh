@@ -195,15 +195,10 @@ NETIFS=
 require_topo
 set_gso_max_segs 1
 iperf3_server_start || exit 1
-tc -n "$SND" qdisc replace dev "$SND_IF" root fq maxrate "${RATE}mbit" || SET_FAILS+=" fq"
-ip -n "$SND" route change default via "$RTR_IP4_S" dev "$SND_IF" cwnd lock "$CWND" ||
-	SET_FAILS+=" route"
-ns_sysctl "$SND" net.ipv4.tcp_no_metrics_save=0
-# Warm-up: closing a flow creates the tcp_metrics entry (with the route's
-# locked cwnd) that later connections read.
-flow_run warmup - 1 >/dev/null || SET_FAILS+=" warm-up"
-sleep 0.3
-METRICS=$(ip -n "$SND" tcp_metrics show "$RCV_IP4" 2>&1)
+shape_sender_fq "$RATE" || SET_FAILS+=" fq"
+# dl_setup checks the locked cwnd in METRICS and in the ss samples itself.
+sender_cwnd_lock "$CWND"
+METRICS=$SENDER_METRICS
 log_info "sender tcp_metrics: $METRICS"
 bbrx_sysctl_set "$RCV" scope 1 || SET_FAILS+=" scope"
 

@@ -78,8 +78,7 @@ measure()
 	local rep m
 
 	# The "NIC" line rate: tbf on the sender's own egress.
-	tc -n "$SND" qdisc replace dev "$SND_IF" root tbf rate "${RATE}mbit" \
-		burst 15140 limit 150000
+	shape_sender_tbf "$RATE"
 	QDISC=$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)
 	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"
 	HOOK=$(hook_line tsq)

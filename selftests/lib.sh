@@ -549,6 +549,8 @@ topo_create()
 	local ns if0 if1 i
 
 	TOPO_UP=1
+	# A script that builds the topology again (the bench) starts clean.
+	NETIFS_USED=
 	for ns in $SND $RTR $RCV; do
 		ip netns add "$ns" || return 1
 		ip -n "$ns" link set lo up
@@ -736,6 +738,44 @@ get_gso_max_segs()
 {
 	ip -n "$SND" -d link show dev "$SND_IF" |
 		awk '{ for (i = 1; i < NF; i++) if ($i == "gso_max_segs") print $(i + 1) }'
+}
+
+# shape_sender_tbf RATE_MBIT: a tbf on the sender's own NIC, the closest model
+# of a RATE NIC: skbs stay charged to the socket until they leave for the
+# "wire" (hook_tsq.sh, bench scenario tsq).
+shape_sender_tbf()
+{
+	tc -n "$SND" qdisc replace dev "$SND_IF" root tbf rate "${1}mbit" \
+		burst 15140 limit 150000
+}
+
+# shape_sender_fq RATE_MBIT [fq args...]: fq with maxrate on the sender's own
+# NIC: a just-sent skb waits in fq, charged to the socket, until its time on
+# the "wire" (hook_autocork.sh, hook_delack_rate.sh, bench).
+shape_sender_fq()
+{
+	local rate=$1; shift
+
+	tc -n "$SND" qdisc replace dev "$SND_IF" root fq maxrate "${rate}mbit" "$@"
+}
+
+# sender_cwnd_lock CWND: lock the sender's cwnd at CWND segments through its
+# default route (`cwnd lock`).  The kernel applies a locked route cwnd only
+# through the tcp_metrics cache, so metrics are saved and a 1 s warm-up flow
+# (iperf3 server running) creates the entry later connections read.  Sets
+# SENDER_METRICS (the sender's tcp_metrics line for the receiver); returns
+# non-zero if a step failed.
+sender_cwnd_lock()
+{
+	local cwnd=$1 rc=0
+
+	ip -n "$SND" route change default via "$RTR_IP4_S" dev "$SND_IF" cwnd lock "$cwnd" || rc=1
+	ns_sysctl "$SND" net.ipv4.tcp_no_metrics_save=0
+	flow_run warmup - 1 >/dev/null || rc=1
+	sleep 0.3
+	SENDER_METRICS=$(ip -n "$SND" tcp_metrics show "$RCV_IP4" 2>&1)
+	[[ $SENDER_METRICS == *"cwnd $cwnd"* ]] || rc=1
+	return $rc
 }
 
 ##############################################################################

@@ -1,0 +1,354 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench-guest.sh - one scenario of `make bench`, run inside the VM next to the
+# selftests' lib.sh (scripts/bench stages both and boots one VM per
+# scenario).  Measures only; the host aggregates and draws.
+#
+# Usage: bench-guest.sh SCENARIO...  (names from bench-matrix.sh; several
+#                                     run one after the other, each on a
+#                                     fresh topology)
+#
+# Environment (vm-run passes BBRX_*):
+#   BBRX_BENCH_QUICK  1 = the short matrix (bench-matrix.sh)
+#   BBRX_BENCH_REPS   repetitions per arm (default 3)
+#   BBRX_BENCH_STEP   number of this scenario's first step in the whole run,
+#   BBRX_BENCH_STEPS  and the total, for the "[i/N]" progress lines
+#   VM_OUT            output directory (vm-run copies it back to the host)
+#
+# The module is loaded once, with the hooks all the scenarios need.
+# Output in $VM_OUT/SCENARIO/: runs.jsonl, one JSON object per flow (or pair
+# of flows) with the run's metrics and per-second series; meta.json with the
+# setup.  Progress lines on stderr: "[i/N] SCENARIO GROUP ARM, run r/R ...".
+# Exit 0 if every flow ran, 1 otherwise (the output is written either way).
+
+cd "$(dirname "$0")" || exit 1
+[[ $# -gt 0 ]] || { echo "usage: bench-guest.sh SCENARIO..." >&2; exit 2; }
+
+# shellcheck source=../selftests/lib.sh
+source ./lib.sh
+# shellcheck source=../selftests/lib_hooks.sh
+source ./lib_hooks.sh
+BENCH_QUICK=${BBRX_BENCH_QUICK:-0}
+BENCH_REPS=${BBRX_BENCH_REPS:-3}
+# shellcheck source=bench-matrix.sh
+source ./bench-matrix.sh
+
+for SCEN in "$@"; do
+	[[ " $BENCH_SCENARIOS " == *" $SCEN "* ]] || { echo "bench-guest: unknown scenario $SCEN" >&2; exit 2; }
+done
+
+STEP=${BBRX_BENCH_STEP:-1}
+TOTAL=${BBRX_BENCH_STEPS:-}
+if [[ -z $TOTAL ]]; then
+	TOTAL=0
+	for SCEN in "$@"; do
+		TOTAL=$((TOTAL + $(bench_steps "$SCEN")))
+	done
+fi
+PORT2=5202		# second iperf3 server ("fair")
+ALL_HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
+NETIFS_GIVEN=${NETIFS:-}
+FAILS_ALL=0
+
+# scenario_init SCEN: the per-scenario globals.
+scenario_init()
+{
+	SCEN=$1
+	OUT=${VM_OUT:-/tmp/bench-out}/$SCEN
+	RUNS=$OUT/runs.jsonl
+	mkdir -p "$OUT" && : >"$RUNS"
+	SECS=$(bench_secs "$SCEN")
+	PNS=$SND
+	[[ $(bench_policy_ns "$SCEN") == rcv ]] && PNS=$RCV
+	FAILS=0
+	SETUP=()		# what the scenario set up, for meta.json
+	IPERF_ARGS=()		# per group
+	NETIFS=$NETIFS_GIVEN
+	# Counters snapshotted around every flow, per netns.  The
+	# receiver's TcpOutSegs over the sender's is ACKs per data segment.
+	CTRS_SND=(TcpOutSegs TcpRetransSegs)
+	CTRS_RCV=(TcpOutSegs)
+	case $SCEN in
+	autocork) CTRS_SND+=(TcpExtTCPAutoCorking Bbrx:AutocorkCorked Bbrx:AutocorkDeclined) ;;
+	tsq) CTRS_SND+=(Bbrx:TsqThrottled Bbrx:TsqSingleSkb Bbrx:TsqWithheld) ;;
+	rcvbuf) CTRS_RCV+=(Bbrx:RcvbufSized Bbrx:RcvbufGrown) ;;
+	delack) CTRS_RCV+=(Bbrx:DelackPushMarked Bbrx:DelackPushSuppressed) ;;
+	esac
+}
+
+# scenario_done: tear the scenario's namespaces and servers down (the next
+# scenario starts from a fresh topology and NICs).
+scenario_done()
+{
+	[[ ${#BG_PIDS[@]} -gt 0 ]] && bg_kill "${BG_PIDS[@]}"
+	BG_PIDS=()
+	topo_destroy
+	FAILS_ALL=$((FAILS_ALL + FAILS))
+}
+
+progress()
+{
+	echo "[$STEP/$TOTAL] $SCEN $*" >&2
+}
+
+# The policy sysctls the scenario's arms set (reset to 0, their default,
+# before every run so that cubic and bbr rows run with the kernel's).
+arm_knobs()
+{
+	bench_arms "$SCEN" | tr ' ' '\n' | sed -n 's/^[^:]*:\([a-z_]*\)=.*/\1/p' | sort -u
+}
+
+# load_module SCEN...: only the hooks these scenarios need are installed
+# (the others stay out: README, "Known problem").
+load_module()
+{
+	local need='' h dis=''
+
+	for h in "$@"; do
+		need+=" $(bench_hooks "$h")"
+	done
+	if [[ -n ${need// /} ]] && ! bbrx_module_loaded; then
+		for h in $ALL_HOOKS; do
+			[[ " $need " == *" $h "* ]] || dis+="${dis:+,}$h"
+		done
+		BBRX_HOOK_PARAMS="disable=$dis"
+		bbrx_load || echo "# bench: modprobe tcp_bbrx $BBRX_HOOK_PARAMS failed" >&2
+	fi
+	require_bbrx
+	for h in $need; do
+		[[ $(hook_state "$h") == installed ]] ||
+			{ echo "# bench: hook $h not installed: $(hook_line "$h")" >&2; FAILS_ALL=$((FAILS_ALL + 1)); }
+	done
+}
+
+setup()
+{
+	case $SCEN in
+	autocork|rcvbuf|delack)
+		# veth between sender and router, as hook_autocork.sh,
+		# hook_rcvbuf.sh and hook_delack_rate.sh (see their headers).
+		NETIFS= ;;
+	esac
+	topo_create || { echo "# bench: $SCEN: topology setup failed" >&2; return 1; }
+	iperf3_server_start || { echo "# bench: $SCEN: iperf3 server did not start" >&2; return 1; }
+	case $SCEN in
+	bottleneck) qdisc_available tbf && qdisc_available netem || return 1 ;;
+	gso2)
+		set_gso_max_segs 2
+		SETUP+=("sender gso_max_segs $(get_gso_max_segs)") ;;
+	fair)
+		qdisc_available tbf && qdisc_available netem || return 1
+		path_bottleneck 1
+		ip netns exec "$RCV" iperf3 -s -p "$PORT2" >"$TMPD/iperf3-server2.log" 2>&1 &
+		bg_track $!
+		sleep 0.5 ;;
+	autocork)
+		shape_sender_fq 100
+		SETUP+=("$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)") ;;
+	tsq)
+		shape_sender_tbf 100
+		SETUP+=("$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)") ;;
+	rcvbuf)
+		set_gso_max_segs 1
+		bbrx_sysctl_set "$RCV" scope 1
+		SETUP+=("sender gso_max_segs $(get_gso_max_segs)" "receiver scope 1") ;;
+	delack)
+		set_gso_max_segs 1
+		shape_sender_fq 20
+		sender_cwnd_lock 4 || { echo "# bench: cwnd lock failed: $SENDER_METRICS" >&2; FAILS=$((FAILS + 1)); }
+		bbrx_sysctl_set "$RCV" scope 1
+		IPERF_ARGS=(-l 1448 -N)
+		SETUP+=("sender gso_max_segs $(get_gso_max_segs)" "$SENDER_METRICS" "receiver scope 1") ;;
+	esac
+}
+
+# group G: shape the path (or choose the writes) for group G.
+group()
+{
+	local g=$1
+
+	case $SCEN in
+	bottleneck) path_bottleneck "$g" ;;
+	autocork)
+		IPERF_ARGS=(-l 500)
+		[[ $g == nodelay ]] && IPERF_ARGS+=(-N) ;;
+	rcvbuf) shape_delay "$g" "$(bdp_bytes 1000 "$g")" ;;
+	esac
+}
+
+# counters_json BEFORE AFTER PREFIX NAME...: {"PREFIX.NAME": delta, ...}
+counters_json()
+{
+	local b=$1 a=$2 p=$3 n; shift 3
+
+	for n in "$@"; do
+		echo "$p${n#Bbrx:} $(counters_delta "$b" "$a" "$n")"
+	done | jq -R -s 'split("\n") | map(select(length > 0) | split(" ")
+		| {(.[0]): (.[1] | tonumber? // null)}) | add // {}'
+}
+
+# cwnd_series SSFILE: [[seconds since the first sample, cwnd], ...]
+cwnd_series()
+{
+	ss_parse "$1" | awk '{
+		t = ""; c = ""
+		for (i = 1; i <= NF; i++) {
+			split($i, p, "=")
+			if (p[1] == "t") t = p[2]
+			else if (p[1] == "cwnd") c = p[2]
+		}
+		if (t == "" || c == "") next
+		if (!n++) t0 = t
+		printf "%.2f %s\n", t - t0, c
+	}' | jq -R -s -c 'split("\n") | map(select(length > 0) | split(" ") | map(tonumber))'
+}
+
+# run_one GROUP ARM REP: one flow of the arm; appends its JSON line.
+run_one()
+{
+	local g=$1 arm=$2 rep=$3 cc=${2%%:*} id knob val ok=true extra='{}' series='{}'
+	# flow_run reads these (bash locals are visible to callees).
+	local FLOW_PING=0 FLOW_SS=
+
+	id=$SCEN-$g-${arm//[:=]/_}-$rep
+	for knob in $(arm_knobs); do
+		bbrx_sysctl_set "$PNS" "$knob" 0
+	done
+	if [[ $arm == *:*=* ]]; then
+		knob=${arm#*:}; val=${knob#*=}; knob=${knob%%=*}
+		bbrx_sysctl_set "$PNS" "$knob" "$val" ||
+			{ echo "# bench: sysctl $knob=$val failed" >&2; ok=false; }
+	fi
+	case $SCEN in
+	bottleneck) FLOW_PING=1 ;;
+	gso2) FLOW_SS=0.2 ;;
+	esac
+	counters_snap "$SND" "$TMPD/s0" "${CTRS_SND[@]}"
+	counters_snap "$RCV" "$TMPD/r0" "${CTRS_RCV[@]}"
+	flow_run "$id" "$cc" "$SECS" "${IPERF_ARGS[@]}" || { ok=false; FAILS=$((FAILS + 1)); }
+	counters_snap "$SND" "$TMPD/s1" "${CTRS_SND[@]}"
+	counters_snap "$RCV" "$TMPD/r1" "${CTRS_RCV[@]}"
+
+	case $SCEN in
+	bottleneck)
+		extra=$(jq -n --arg r "$(ping_median "$TMPD/$id.ping")" \
+			'{ping_rtt_ms: ($r | tonumber? // null)}') ;;
+	gso2)
+		# cwnd: median after STARTUP (the first 1-2 s of the flow).
+		# shellcheck disable=SC2119  # median reads stdin
+		extra=$(jq -n --arg c "$(ss_samples "$TMPD/$id.ss" $((SECS >= 6 ? 2 : 1)) | ss_field cwnd | median)" \
+			'{cwnd: ($c | tonumber? // null)}')
+		series=$(jq -n --argjson c "$(cwnd_series "$TMPD/$id.ss")" '{cwnd: $c}') ;;
+	esac
+	jq -c -n --arg scen "$SCEN" --arg group "$g" --arg arm "$arm" --arg cc "$cc" \
+		--argjson rep "$rep" --argjson ok "$ok" \
+		--argjson snd "$(counters_json "$TMPD/s0" "$TMPD/s1" snd. "${CTRS_SND[@]}")" \
+		--argjson rcv "$(counters_json "$TMPD/r0" "$TMPD/r1" rcv. "${CTRS_RCV[@]}")" \
+		--argjson extra "$extra" --argjson series "$series" \
+		--slurpfile ip <(cat "$TMPD/$id.json" 2>/dev/null || echo '{}') '
+		($ip[0] // {}) as $i
+		| ($snd + $rcv) as $c
+		| {scenario: $scen, group: $group, arm: $arm, cc: $cc, rep: $rep, ok: $ok,
+		   sender_cc: ($i.end.sender_tcp_congestion // null),
+		   metrics: ({
+			goodput_mbit: (($i.end.sum_received.bits_per_second // 0) / 1e6),
+			retrans: ($i.end.sum_sent.retransmits // null),
+			cpu_snd_pct: ($i.end.cpu_utilization_percent.host_total // null),
+			bytes_per_seg: (if ($c["snd.TcpOutSegs"] // 0) > 0
+				then ($i.end.sum_sent.bytes // 0) / $c["snd.TcpOutSegs"] else null end),
+			acks_per_seg: (if ($c["snd.TcpOutSegs"] // 0) > 0
+				then $c["rcv.TcpOutSegs"] / $c["snd.TcpOutSegs"] else null end)
+		   } + $extra + $c),
+		   series: ({tput_mbit: [($i.intervals // [])[].sum.bits_per_second / 1e6]} + $series)}' \
+		>>"$RUNS"
+}
+
+# run_pair ARM REP: two flows at once through the bottleneck ("fair"),
+# CC1+CC2; shares of the summed goodput and Jain's index.
+run_pair()
+{
+	local arm=$1 rep=$2 a=${1%%+*} b=${1#*+} id=$SCEN-$1-$2 pa pb ok=true
+
+	CPORT=$((CPORT + 2))
+	flow_run "$id-a" "$a" "$SECS" &
+	pa=$!
+	CPORT=$((CPORT + 2))
+	IPERF_PORT=$PORT2 flow_run "$id-b" "$b" "$SECS" &
+	pb=$!
+	wait "$pa" || ok=false
+	wait "$pb" || ok=false
+	[[ $ok == true ]] || FAILS=$((FAILS + 1))
+	jq -c -n --arg scen "$SCEN" --arg arm "$arm" --arg a "$a" --arg b "$b" \
+		--argjson rep "$rep" --argjson ok "$ok" \
+		--slurpfile fa <(cat "$TMPD/$id-a.json" 2>/dev/null || echo '{}') \
+		--slurpfile fb <(cat "$TMPD/$id-b.json" 2>/dev/null || echo '{}') '
+		def gp: (.end.sum_received.bits_per_second // 0) / 1e6;
+		def ser: [(.intervals // [])[].sum.bits_per_second / 1e6];
+		($fa[0] | gp) as $x | ($fb[0] | gp) as $y | ($x + $y) as $s
+		| {scenario: $scen, group: "-", arm: $arm, cc: $a, cc_b: $b, rep: $rep, ok: $ok,
+		   metrics: {goodput_a_mbit: $x, goodput_b_mbit: $y, goodput_mbit: $s,
+			share_a: (if $s > 0 then $x / $s else null end),
+			share_b: (if $s > 0 then $y / $s else null end),
+			jain: (if $s > 0 then $s * $s / (2 * ($x * $x + $y * $y)) else null end),
+			retrans: (($fa[0].end.sum_sent.retransmits // 0) + ($fb[0].end.sum_sent.retransmits // 0))},
+		   series: {tput_a_mbit: ($fa[0] | ser), tput_b_mbit: ($fb[0] | ser)}}' >>"$RUNS"
+}
+
+write_meta()
+{
+	local bad
+
+	bad=$(dmesg_since_start | grep -c -E 'Oops|WARNING:|BUG:|soft lockup|Call Trace:')
+	jq -n --arg scen "$SCEN" --arg title "$(bench_title "$SCEN")" \
+		--arg kernel "$(uname -r)" --arg date "$(date -u +%FT%TZ)" \
+		--argjson quick "$BENCH_QUICK" --argjson reps "$BENCH_REPS" \
+		--argjson secs "$SECS" --arg groups "$(bench_groups "$SCEN")" \
+		--arg arms "$(bench_arms "$SCEN")" --arg netifs "${NETIFS_USED:-veth}" \
+		--arg hooks "$(cat /proc/net/bbrx_hooks 2>/dev/null)" \
+		--arg setup "$(printf '%s\n' "${SETUP[@]}")" --argjson fails "$FAILS" \
+		--argjson dmesg_bad "${bad:-0}" --arg cal "${CPU_CAL_MS:-}" '
+		{scenario: $scen, title: $title, kernel: $kernel, date: $date,
+		 quick: $quick, reps: $reps, secs: $secs,
+		 groups: ($groups | split(" ")), arms: ($arms | split(" ")),
+		 sender_hop: $netifs, hooks: ($hooks | split("\n") | map(select(length > 0))),
+		 setup: ($setup | split("\n") | map(select(length > 0))),
+		 failed_runs: $fails, dmesg_warnings: $dmesg_bad,
+		 cpu_calibration_ms: ($cal | tonumber? // null)}' >"$OUT/meta.json"
+}
+
+require_command iperf3 jq tc ss ip ping
+load_module "$@"
+# A record of the guest's speed, where there is time for it.
+((BENCH_QUICK)) || cpu_calibrate >&2
+for s in "$@"; do
+	scenario_init "$s"
+	if ! setup; then
+		FAILS=$((FAILS + 1))
+		scenario_done
+		STEP=$((STEP + $(bench_steps "$s")))
+		continue
+	fi
+	for g in $(bench_groups "$SCEN"); do
+		group "$g"
+		for ((rep = 1; rep <= BENCH_REPS; rep++)); do
+			# Arms alternate within a repetition, so slow phases of
+			# the host hit every arm alike.
+			for arm in $(bench_arms "$SCEN"); do
+				label=$arm
+				[[ $g != - ]] && label="$g $arm"
+				progress "${label//:/ }, run $rep/$BENCH_REPS ..."
+				if [[ $SCEN == fair ]]; then
+					run_pair "$arm" "$rep"
+				else
+					run_one "$g" "$arm" "$rep"
+				fi
+				STEP=$((STEP + 1))
+			done
+		done
+	done
+	write_meta
+	echo "# bench: $SCEN done, $(wc -l <"$RUNS") runs, $FAILS failed" >&2
+	scenario_done
+done
+((FAILS_ALL == 0))

@@ -1,0 +1,138 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench-matrix.sh - the scenario matrix of `make bench`, sourced by the host
+# driver (scripts/bench, to count the steps and order the boots) and by the
+# guest (scripts/bench-guest.sh, to run them), so both agree on what a step
+# is.  Definitions only: no side effects.
+#
+# Usage: BENCH_QUICK=0|1 BENCH_REPS=N source bench-matrix.sh
+#
+# A scenario runs every group x every arm x BENCH_REPS repetitions; one
+# step is one flow (one pair of flows in "fair").  An arm is a congestion
+# control, "CC:SYSCTL=VALUE" (a net.ipv4.bbrx sysctl set for that arm in the
+# scenario's policy netns, see bench_policy_ns), or "CC+CC" (two flows at
+# once).  Groups are the scenario's own parameter (buffer in BDPs, write
+# mode, RTT in ms) or "-" for none.
+
+# shellcheck disable=SC2034  # used by the scripts that source this file
+
+BENCH_QUICK=${BENCH_QUICK:-0}
+BENCH_REPS=${BENCH_REPS:-3}
+
+# In the order they run; the hook-free scenarios first.
+BENCH_SCENARIOS="bottleneck gso2 fair autocork tsq rcvbuf delack"
+
+# bench_boots: the VM boots, one line each, the scenarios of a boot
+# separated by commas.  One scenario per boot in the full run, so that a
+# guest hang (README, "Known problem") costs one scenario; QUICK saves
+# boots: the hook-free scenarios together, autocork (the tcp_push redirect,
+# the hook that made hangs likely) alone, the other hook scenarios together.
+bench_boots()
+{
+	if ((BENCH_QUICK)); then
+		printf '%s\n' bottleneck,gso2,fair autocork tsq,rcvbuf,delack
+	else
+		echo "$BENCH_SCENARIOS" | tr ' ' '\n'
+	fi
+}
+
+# bench_title SCEN: one line for progress and the report.
+bench_title()
+{
+	case $1 in
+	bottleneck) echo "router bottleneck 100 Mbit/s, 20 ms RTT" ;;
+	gso2) echo "sender gso_max_segs 2, TSO off, no bottleneck" ;;
+	fair) echo "two flows sharing the router's 100 Mbit/s bottleneck, 20 ms RTT" ;;
+	autocork) echo "500-byte writes, fq maxrate 100 Mbit/s on the sender" ;;
+	tsq) echo "one flow, tbf 100 Mbit/s on the sender's NIC (late TX completions)" ;;
+	rcvbuf) echo "RTT sweep, sender gso_max_segs 1, TSO off, no bottleneck" ;;
+	delack) echo "one-MSS PSH writes, sender cwnd locked at 4, fq maxrate 20 Mbit/s" ;;
+	esac
+}
+
+# bench_groups SCEN
+bench_groups()
+{
+	if ((BENCH_QUICK)); then
+		case $1 in
+		bottleneck) echo "1" ;;
+		autocork) echo "nodelay" ;;
+		rcvbuf) echo "0 50" ;;
+		*) echo "-" ;;
+		esac
+		return
+	fi
+	case $1 in
+	bottleneck) echo "1 0.25" ;;
+	autocork) echo "nodelay nagle" ;;
+	rcvbuf) echo "0 10 25 50 100 250" ;;
+	*) echo "-" ;;
+	esac
+}
+
+# bench_arms SCEN
+bench_arms()
+{
+	case $1 in
+	gso2) echo "cubic bbr bbrx:gso_cap=0 bbrx:gso_cap=1" ;;
+	fair) echo "cubic+cubic bbr+cubic bbrx+cubic bbr+bbr bbrx+bbrx" ;;
+	autocork) echo "cubic bbr bbrx:autocork=0 bbrx:autocork=1 bbrx:autocork=2" ;;
+	tsq) echo "cubic bbr bbrx:tsq=0 bbrx:tsq=1 bbrx:tsq=2" ;;
+	rcvbuf) echo "cubic bbr bbrx:rcvbuf=0 bbrx:rcvbuf=1" ;;
+	delack) echo "cubic bbr bbrx:delack=0 bbrx:delack=1 bbrx:delack=2" ;;
+	*) echo "cubic bbr bbrx" ;;
+	esac
+}
+
+# bench_secs SCEN: length of one flow.  Flows with ping need >= 4 s (ping
+# starts 2 s in, see flow_run).
+bench_secs()
+{
+	if ((BENCH_QUICK)); then
+		case $1 in
+		bottleneck|fair) echo 4 ;;
+		gso2) echo 3 ;;
+		*) echo 2 ;;
+		esac
+	else
+		case $1 in
+		bottleneck|fair) echo 10 ;;
+		gso2|tsq) echo 6 ;;
+		*) echo 4 ;;
+		esac
+	fi
+}
+
+# bench_hooks SCEN: the hooks the scenario installs (module parameter
+# disable= gets the others: see the README's "Known problem").
+bench_hooks()
+{
+	case $1 in
+	autocork) echo "autocork" ;;
+	tsq) echo "tsq" ;;
+	rcvbuf) echo "rcvbuf rcvbuf_grow" ;;
+	delack) echo "delack" ;;
+	esac
+}
+
+# bench_policy_ns SCEN: where an arm's sysctl goes (snd or rcv); receive-side
+# policies act on the receiver, with scope 1 so that they act whatever the
+# receiver's socket's congestion control.
+bench_policy_ns()
+{
+	case $1 in
+	rcvbuf|delack) echo rcv ;;
+	*) echo snd ;;
+	esac
+}
+
+# bench_steps SCEN: flows (or pairs) the scenario runs.
+bench_steps()
+{
+	local g a
+
+	g=$(bench_groups "$1" | wc -w)
+	a=$(bench_arms "$1" | wc -w)
+	echo $((g * a * BENCH_REPS))
+}

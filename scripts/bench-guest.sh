@@ -100,7 +100,7 @@ arm_knobs()
 }
 
 # load_module SCEN...: only the hooks these scenarios need are installed
-# (the others stay out: README, "Known problem").
+# (the others stay out: README, "Guest hangs").
 load_module()
 {
 	local need='' h dis=''

@@ -25,7 +25,7 @@ BENCH_SCENARIOS="bottleneck gso2 fair autocork tsq rcvbuf delack"
 
 # bench_boots: the VM boots, one line each, the scenarios of a boot
 # separated by commas.  One scenario per boot in the full run, so that a
-# guest hang (README, "Known problem") costs one scenario; QUICK saves
+# guest hang (README, "Guest hangs") costs one scenario; QUICK saves
 # boots: the hook-free scenarios together, autocork (the tcp_push redirect,
 # the hook that made hangs likely) alone, the other hook scenarios together.
 bench_boots()
@@ -105,7 +105,7 @@ bench_secs()
 }
 
 # bench_hooks SCEN: the hooks the scenario installs (module parameter
-# disable= gets the others: see the README's "Known problem").
+# disable= gets the others, so each boot carries only what it measures).
 bench_hooks()
 {
 	case $1 in

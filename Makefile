@@ -3,7 +3,7 @@
 # bbrx: out-of-tree build of tcp_bbrx.ko and the project's commands.
 #
 #   make                 build against KDIR (see below)
-#   make install         modules_install + depmod + modprobe.d hook (root)
+#   make install         modules_install (runs depmod) + modprobe.d hook (root)
 #   make load / unload   insmod / rmmod the built module on this host
 #   make demo            build for the VM kernel, boot it, print a comparison
 #   make check           style, sparse, W=1, DKMS and rt builds, the quick
@@ -18,6 +18,8 @@
 
 MAKEFLAGS += --no-print-directory
 SHELL := /bin/bash
+# A failed make piped into tee must fail the recipe.
+.SHELLFLAGS := -o pipefail -c
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 
 VERSION := $(shell sed -n 's/^\#define BBRX_VERSION "\(.*\)"/\1/p' $(ROOT)/include/bbrx.h)
@@ -27,7 +29,7 @@ ifeq ($(origin KDIR),undefined)
   ifneq ($(wildcard /lib/modules/$(shell uname -r)/build/Makefile),)
     KDIR := /lib/modules/$(shell uname -r)/build
   else
-    KDIR := $(lastword $(sort $(wildcard /usr/src/linux-headers-*-cloud-amd64)))
+    KDIR := $(lastword $(shell ls -d /usr/src/linux-headers-*-cloud-amd64 2>/dev/null | sort -V))
     $(if $(KDIR),$(info bbrx: no build tree for $(shell uname -r); using $(KDIR)))
   endif
 endif
@@ -35,12 +37,12 @@ endif
 # The VM's kernel and its headers; the rt flavour of the same ABI if present.
 VM_KVER = $(shell $(ROOT)/scripts/vm-kver)
 VM_KDIR = /usr/src/linux-headers-$(VM_KVER)
-RT_KDIR = $(lastword $(sort $(wildcard /usr/src/linux-headers-*-rt-amd64)))
+RT_KDIR = $(lastword $(shell ls -d /usr/src/linux-headers-*-rt-amd64 2>/dev/null | sort -V))
 CACHE := $(ROOT)/.cache
 KBUILD_OPTS := W=1
 
 .PHONY: all modules clean install load unload deps vm-build demo check \
-	check-style check-sparse check-dkms check-rt check-version selftests \
+	check-style check-sparse check-dkms check-rt check-version \
 	bench check-bench
 
 all: modules
@@ -55,7 +57,6 @@ clean:
 
 install: modules
 	$(MAKE) -C $(KDIR) M=$(ROOT) modules_install
-	depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
 	install -D -m 0644 $(ROOT)/scripts/tcp_bbrx.modprobe.conf /etc/modprobe.d/tcp_bbrx.conf
 
 load: modules

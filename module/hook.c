@@ -131,7 +131,7 @@ static const char * const bbrx_hook_state_names[] = {
  * with -EINVAL.
  */
 /*
- * Every hook is installed by default (DESIGN: verify and report at load; a
+ * Every hook is installed by default (verified and reported at load; a
  * policy at 0 costs one early return). `disable=all` installs none.
  */
 static unsigned long bbrx_disable_mask;

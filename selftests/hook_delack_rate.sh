@@ -16,7 +16,8 @@
 #
 # Sender, modelled on the embedded peer: gso_max_segs 1 on its device and
 # 1448-byte TCP_NODELAY writes (iperf3 -l 1448 -N), so that every segment
-# is one MSS with PSH (KERNEL-NOTES); a small window, cwnd locked at 4 by
+# is one MSS with PSH (a GSO sender would send multi-MSS segments); a
+# small window, cwnd locked at 4 by
 # the route (`cwnd lock 4`; the kernel applies a locked route cwnd only
 # through the tcp_metrics cache, so the sender saves metrics and a warm-up
 # flow creates the entry); and a slow link: fq maxrate 20 Mbit/s on the

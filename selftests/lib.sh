@@ -16,8 +16,9 @@
 # The sender-router hop uses the two interfaces named in NETIFS="if0 if1"
 # (cabled back to back; in the VM two virtio-net NICs wired by QEMU) and a
 # veth pair when NETIFS is empty.  The router-receiver hop is always veth.
-# Shaping follows KERNEL-NOTES "Testbed pitfalls": the bottleneck (tbf, or
-# htb with a sized child) sits on the router's egress toward the receiver,
+# Shaping, so that queues form where real networks form them: the
+# bottleneck (tbf, or htb with a sized child) sits on the router's egress
+# toward the receiver,
 # delay (netem, limit above the BDP) on the receiver's egress (ACK path),
 # random loss per packet after segmentation on the router hop.
 #
@@ -637,7 +638,7 @@ require_topo()
 }
 
 ##############################################################################
-# Shaping (see KERNEL-NOTES "Testbed pitfalls")
+# Shaping (see the header: where each queue and delay sits, and why)
 
 # The reference path of the tests: 100 Mbit/s bottleneck, 20 ms RTT.
 PATH_RATE=100

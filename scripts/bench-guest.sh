@@ -99,8 +99,8 @@ arm_knobs()
 	bench_arms "$SCEN" | tr ' ' '\n' | sed -n 's/^[^:]*:\([a-z_]*\)=.*/\1/p' | sort -u
 }
 
-# load_module SCEN...: only the hooks these scenarios need are installed
-# (the others stay out: README, "Guest hangs").
+# load_module SCEN...: only the hooks these scenarios need are installed,
+# so each scenario measures its own hook and nothing else.
 load_module()
 {
 	local need='' h dis=''

@@ -173,16 +173,24 @@ refuse_delack()
 	log_test "fault_verify=delack: delack refused with reason, EOPNOTSUPP, rcvbuf and bbrx work"
 }
 
+# expect_states STATE HOOK...: each HOOK has STATE in /proc/net/bbrx_hooks.
+expect_states()
+{
+	local state=$1 h; shift
+
+	for h in "$@"; do
+		[[ $(hook_state "$h") == "$state" ]]
+		check_err $? "bbrx_hooks: '$(hook_line "$h")', expected $state"
+	done
+}
+
 disable_both()
 {
-	local err h
+	local err
 
 	err=$(bbrx_reload disable=autocork,tsq 2>&1)
 	check_err $? "load with disable=autocork,tsq failed: $err"
-	for h in autocork tsq; do
-		[[ $(hook_state "$h") == disabled ]]
-		check_err $? "bbrx_hooks: '$(hook_line "$h")', expected disabled"
-	done
+	expect_states disabled autocork tsq
 	netns_up
 	check_err $? "netns with a sink could not be set up"
 	policy_checks autocork ""
@@ -198,10 +206,8 @@ disable_all()
 
 	err=$(bbrx_reload disable=all 2>&1)
 	check_err $? "load with disable=all failed: $err"
-	for h in $ALL_HOOKS; do
-		[[ $(hook_state "$h") == disabled ]]
-		check_err $? "bbrx_hooks: '$(hook_line "$h")', expected disabled"
-	done
+	# shellcheck disable=SC2086  # word-split hook list
+	expect_states disabled $ALL_HOOKS
 	netns_up
 	check_err $? "netns with a sink could not be set up"
 	for h in autocork tsq rcvbuf delack; do
@@ -232,10 +238,8 @@ plain_load_installs_all()
 
 	err=$(bbrx_unload && bbrx_load 2>&1)
 	check_err $? "plain load failed: $err"
-	for h in $ALL_HOOKS; do
-		[[ $(hook_state "$h") == installed ]]
-		check_err $? "bbrx_hooks: '$(hook_line "$h")', expected installed"
-	done
+	# shellcheck disable=SC2086  # word-split hook list
+	expect_states installed $ALL_HOOKS
 	netns_up
 	check_err $? "netns with a sink could not be set up"
 	for h in autocork tsq rcvbuf delack; do

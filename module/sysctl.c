@@ -8,6 +8,7 @@
  * proc_dointvec_minmax(): out-of-range or non-numeric input fails with
  * -EINVAL and leaves the value unchanged.
  */
+#include <linux/capability.h>
 #include <linux/kernel.h>
 #include <linux/slab.h>
 #include <linux/stddef.h>
@@ -86,8 +87,12 @@ static int *bbrx_param_ptr(struct bbrx_net *bn, const struct bbrx_param *p)
 }
 
 /*
- * Policy knobs: range-checked like the others (-EINVAL), then a non-zero
- * value needs its hook installed (-EOPNOTSUPP, value unchanged).
+ * Policy knobs: range-checked like the others (-EINVAL), then writing needs
+ * CAP_NET_ADMIN in the initial user namespace (-EPERM): a policy arms hooks
+ * that every netns shares (the delack kprobe costs every host socket an
+ * int3), so root of an unprivileged user+net namespace must not set it.
+ * A non-zero value also needs its hook installed (-EOPNOTSUPP). Every
+ * refusal leaves the value unchanged.
  */
 static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 			    size_t *lenp, loff_t *ppos)
@@ -95,7 +100,12 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 	struct bbrx_param *p = table->extra1;
 	int *cur = table->data;
 	struct bbrx_net *bn = (void *)((char *)cur - p->offset);
-	int val = READ_ONCE(*cur);
+	/*
+	 * Reads show the value; a write parses into an out-of-range sentinel,
+	 * so that a write with no number in it (empty, or at an offset) stays a
+	 * no-op instead of storing a value read before the lock.
+	 */
+	int val = write ? INT_MIN : READ_ONCE(*cur);
 	struct ctl_table tmp = {
 		.data = &val,
 		.maxlen = sizeof(int),
@@ -106,8 +116,13 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 	int err, id;
 
 	err = proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos);
-	if (err || !write)
+	if (err || !write || val == INT_MIN)
 		return err;
+	if (!capable(CAP_NET_ADMIN)) {
+		pr_warn_ratelimited("bbrx: net.ipv4.bbrx.%s: writing a hook policy needs CAP_NET_ADMIN in the initial user namespace\n",
+				    p->name);
+		return -EPERM;
+	}
 	if (val != BBRX_POLICY_KERNEL) {
 		for_each_set_bit(id, &p->hooks, BBRX_HOOK_MAX) {
 			if (bbrx_hook_installed(id))

@@ -3,13 +3,17 @@
 #
 # net.ipv4.bbrx.* sysctls: defaults in a new netns, EINVAL (and no change)
 # for out-of-range and non-numeric writes, valid values accepted, and the
-# values are per network namespace.
+# values are per network namespace.  In a netns owned by an unprivileged
+# user namespace (unshare -Urn) its root may tune bbrx's model knobs but not
+# the hook policies (EPERM, value unchanged): they arm hooks every netns
+# shares.
 
 ALL_TESTS="
 	sysctl_present_defaults
 	sysctl_reject_invalid
 	sysctl_accept_valid
 	sysctl_netns_isolation
+	sysctl_userns_policies
 "
 source "$(dirname "$0")/lib.sh"
 
@@ -135,6 +139,37 @@ sysctl_netns_isolation()
 	ip netns del "$ns"
 
 	log_test "values are per netns; a new netns starts from the defaults"
+}
+
+# sysctl_userns_policies: root of a new user namespace, in a netns that user
+# namespace owns, has no CAP_NET_ADMIN in the initial user namespace.
+sysctl_userns_policies()
+{
+	local out pol bad=
+
+	if ! unshare -Urn true 2>/dev/null; then
+		log_test_skip "policies refused in a user-namespace-owned netns" \
+			"unshare -Urn fails here (unprivileged user namespaces off?)"
+		return
+	fi
+	# One shell in the new namespaces: a knob write, then each policy
+	# write (its error and the value read back), one line each.
+	out=$(unshare -Urn bash -c '
+		d=/proc/sys/net/ipv4/bbrx
+		echo 3000 2>&1 > $d/high_gain && echo "high_gain ok $(cat $d/high_gain)"
+		for p in autocork tsq rcvbuf delack; do
+			err=$(echo 1 2>&1 > $d/$p) && err=accepted
+			echo "$p ${err##*: } $(cat $d/$p)"
+		done' 2>&1)
+	log_info "in unshare -Urn: $(paste -sd';' <<<"$out")"
+	[[ $out == *"high_gain ok 3000"* ]]
+	check_err $? "the netns owner could not set high_gain"
+	for pol in autocork tsq rcvbuf delack; do
+		grep -qx "$pol Operation not permitted 0" <<<"$out" || bad+=" $pol"
+	done
+	[[ -z $bad ]]
+	check_err $? "policy writes not refused with EPERM (value 0) for:$bad"
+	log_test "policies refused (EPERM) in a user-namespace-owned netns, knobs allowed"
 }
 
 require_command ip sysctl

@@ -15,30 +15,24 @@
 #
 # Why this path: autocorking only holds a write while earlier skbs are
 # still charged to the socket (sk_wmem_alloc > skb->truesize) after
-# tcp_push.  veth without a qdisc orphans the skb at xmit, so nothing ever
-# corks there (TcpExtTCPAutoCorking stays 0 in every mode); the virtio pair
-# completes TX late, but then TSQ throttles too and writes merge into the
-# unsent tail skb in every mode (~1400 bytes per segment even with corking
-# off), which hides the mechanism.  An fq qdisc with maxrate 100mbit on the
-# sender's own veth egress models a 100 Mbit NIC whose completions come
-# once the frame is on the wire: a just-sent skb waits in fq, charged to the
-# socket, for a few tens of us, which is what autocorking needs, while the
-# emulated CPU cannot push 500-byte segments anywhere near 100 Mbit.
-# Measured under TCG: ~1450 vs ~500 bytes per segment, ~90 vs ~34 Mbit/s
-# (post vs pre), close to the report's calibration of the kernel's own switch
-# (~1000 vs ~490 bytes, 87 vs 32 Mbit/s).
+# tcp_push(), i.e. until the NIC's TX completion.  veth without a qdisc
+# returns the memory at xmit, so nothing ever corks there.  The sender
+# therefore leaves through late_completion_setup (lib.sh, tx_delay.c): the
+# packet goes out at once over veth (no bottleneck: a 10 Gbit/s tbf on the
+# model NIC), the skb stays charged for BBRX_AC_TX_DELAY_US (default 400
+# us) more, like a NIC that completes TX in batches.  Idle host, QEMU 10,
+# two runs per delay (post / pre / kernel switch off, bytes per segment):
+#   50 us   704-715 / 500 / 500      100 us  825-1368 / 500 / 500
+#   200 us  852-1141 / 500 / 500     400 us  1172-1267 / 499 / 499-504
+# with goodput 68-69 vs 15-18 Mbit/s at 400 us: pre-change and the kernel's
+# own switch stay at one write per segment (no backlog merges writes
+# there), post-change corks in every run.
 #
-# The path is bistable under TCG: once segments are big and the flow runs
-# near the fq rate, fq holds a backlog, TSQ throttles and later writes merge
-# into the unsent tail skb whatever the corking rule (and the 4.15 rule
-# does cork then: the tail is no longer the first unsent skb).  A busy host
-# (another VM) tips some runs into that state, hence medians of 5 runs.
-#
-# Since QEMU 10 (about 2.5x faster than 7.2) the flow outruns 100 Mbit/s and
-# every mode merges, even with tcp_autocorking=0; at 250 Mbit/s nothing
-# corks in any mode.  So unless BBRX_AC_MAXRATE is given, the rate is
-# calibrated first with the kernel's own switch (see calibrate()).
-#
+# Earlier paths (kept for the record): an fq maxrate on the sender's veth
+# was bistable under TCG (a run either stayed at ~500 bytes per segment or
+# merged writes behind the fq backlog whatever the rule), 1.29-1.35x
+# post/pre; the virtio pair merged writes in every mode.
+
 # Asserts (medians over BBRX_AC_REPS alternating runs, default 5):
 # post-change >= 1.5x the bytes per segment (TcpOutSegs) and >= 1.3x the
 # goodput of pre-change; the kernel mode is on the post-change side too;
@@ -65,8 +59,7 @@ SECS=${BBRX_AC_SECS:-3}
 REPS=${BBRX_AC_REPS:-5}
 EXTRA_REPS=${BBRX_AC_EXTRA_REPS:-4}
 WRITE=500
-MAXRATE=${BBRX_AC_MAXRATE:-}
-CAL_RATES=${BBRX_AC_CAL_RATES:-"100 150 200 300"}
+TX_DELAY=${BBRX_AC_TX_DELAY_US:-400}
 MODES="1 2 0 3"
 CTRS="TcpOutSegs TcpExtTCPAutoCorking Bbrx:AutocorkCorked Bbrx:AutocorkDeclined"
 declare -A GP BPS AC CORKED DECL ALLGP ALLBPS AC_RUNS CK_RUNS
@@ -117,54 +110,12 @@ summarize()
 	ALLBPS[$arm]=$(col_list "$f" 2)
 }
 
-# calibrate: without BBRX_AC_MAXRATE, pick the fq maxrate from the kernel's
-# own switch, as the issue's calibration did: the first of CAL_RATES where
-# one flow with tcp_autocorking=1 sends >= 1.5x the bytes per segment of
-# one with tcp_autocorking=0, and the latter stays near the write size
-# (not merged by a backlog). The right rate depends on how fast the
-# emulated CPU writes: at too low a rate every mode merges, at too high a
-# rate nothing stays queued long enough to cork onto.
-calibrate()
-{
-	local r on off
-
-	if [[ -n $MAXRATE ]]; then
-		CAL="BBRX_AC_MAXRATE=$MAXRATE (no calibration)"
-		return
-	fi
-	CAL=""
-	for r in $CAL_RATES; do
-		shape_sender_fq "$r"
-		: >"$TMPD/k.res"
-		: >"$TMPD/0.res"
-		ac_run "cal$r-0" 0 -N
-		ac_run "cal$r-k" k -N
-		on=$(col_median 2 "$TMPD/0.res")
-		off=$(col_median 2 "$TMPD/k.res")
-		CAL+="${r}mbit: ${on} vs ${off} B/seg; "
-		if fcmp "$on" '>=' "$(calc "1.5 * $off")" &&
-		   fcmp "$off" '<' "$(calc "1.4 * $WRITE")"; then
-			MAXRATE=$r
-			break
-		fi
-	done
-	rm -f "$TMPD/k.res" "$TMPD/0.res"
-	if [[ -z $MAXRATE ]]; then
-		MAXRATE=${CAL_RATES%% *}
-		CAL+="no rate separates the kernel's own switch, using ${MAXRATE}mbit"
-	else
-		CAL+="using ${MAXRATE}mbit"
-	fi
-}
-
 measure()
 {
 	local rep m
 
-	calibrate
-	log_info "calibration (kernel tcp_autocorking 1 vs 0): $CAL"
-	shape_sender_fq "$MAXRATE"
-	QDISC=$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)
+	late_completion_setup 10000 "$TX_DELAY" || SET_FAILS+=" late-completion"
+	QDISC=$(tc -n "$SND" filter show dev lcd egress 2>/dev/null | grep -o 'hold.*direct-action' | head -n 1)
 	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"
 	HOOK=$(hook_line autocork)
 	for ((rep = 1; rep <= REPS; rep++)); do
@@ -203,7 +154,7 @@ measure()
 		AC_RUNS[$m]=$(col_list "$TMPD/$m.res" 3)
 		CK_RUNS[$m]=$(col_list "$TMPD/$m.res" 4)
 	done
-	echo "# cubic, ${WRITE}-byte writes, ${SECS}s flows, fq maxrate ${MAXRATE}mbit on the sender's veth, scope=1, $REPS reps"
+	echo "# cubic, ${WRITE}-byte writes, ${SECS}s flows, TX completions ${TX_DELAY} us after the packet (veth, no bottleneck), scope=1, $REPS reps"
 	printf '# %-22s %8s %9s %12s %9s %9s  %s\n' mode goodput bytes/seg TCPAutoCork Corked Declined "runs (goodput; bytes/seg)"
 	for m in 1 2 0 3 k 1-nagle 2-nagle; do
 		local name
@@ -230,8 +181,8 @@ ac_hook_installed()
 	check_err $? "sysctl writes failed for:$SET_FAILS"
 	[[ -z $FLOW_FAILS ]]
 	check_err $? "flows failed:$FLOW_FAILS"
-	[[ $QDISC == *fq*maxrate* ]]
-	check_err $? "no fq maxrate qdisc on the sender: $QDISC"
+	[[ -n $QDISC ]]
+	check_err $? "no late-completion filter on the sender"
 	log_test "autocork hook installed, policies settable, all flows ran" "$HOOK"
 }
 
@@ -311,7 +262,8 @@ require_command iperf3 jq ss ip tc
 require_bbrx
 require_hooks autocork
 require_qdisc fq
-# veth on purpose, whatever NETIFS says (see the header).
+# veth on purpose, whatever NETIFS says: the completion delay must be the
+# only one (see the header).
 NETIFS=
 require_topo
 iperf3_server_start || exit 1

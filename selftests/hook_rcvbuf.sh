@@ -79,6 +79,8 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
 SECS=${BBRX_RCVBUF_SECS:-4}
+RATE=${BBRX_RCVBUF_RATE:-50}	# Mbit/s bottleneck, 0 = none (see the header)
+[[ $RATE =~ ^[0-9]+$ ]] || { echo "# BBRX_RCVBUF_RATE=$RATE: want Mbit/s, 0 or more"; exit 1; }
 RTTS=${BBRX_RCVBUF_RTTS:-0 10 25 50 100 250}
 GAIN_RTTS=${BBRX_RCVBUF_GAIN_RTTS:-}
 S0_RTT=50		# the RTT also run with scope 0 + route congctl bbrx
@@ -256,6 +258,21 @@ rcv_row()
 	done
 }
 
+# rcv_shape RTT_MS: the RTT on the ACK path and, unless RATE is 0, a RATE
+# bottleneck with a buffer of one BDP (at least 100 KB) on the router.
+rcv_shape()
+{
+	local rtt=$1 bdp r=$RATE
+
+	((r > 0)) || r=1000	# netem limit for the unshaped veth path
+	bdp=$(bdp_bytes "$r" "$rtt")
+	if ((RATE > 0)); then
+		shape_bottleneck "$RATE" $((bdp > 100000 ? bdp : 100000)) ||
+			SET_FAILS+=" tbf"
+	fi
+	shape_delay "$rtt" "$bdp" || SET_FAILS+=" netem"
+}
+
 # measure: REPS more runs per RTT and mode (accumulated over retries).
 measure()
 {
@@ -264,12 +281,12 @@ measure()
 	last=$((NREP + REPS))
 	bbrx_sysctl_set "$RCV" scope 1 || SET_FAILS+=" scope=1"
 	for rtt in $RTTS; do
-		shape_delay "$rtt" "$(bdp_bytes 1000 "$rtt")"
+		rcv_shape "$rtt"
 		rcv_row "$rtt" "$rtt" "$last"
 	done
 
 	# scope 0: only bbrx sockets; the receiver opts the sender's prefix in.
-	shape_delay "$S0_RTT" "$(bdp_bytes 1000 "$S0_RTT")"
+	rcv_shape "$S0_RTT"
 	bbrx_sysctl_set "$RCV" scope 0 || SET_FAILS+=" scope=0"
 	if ((NREP == 0)); then
 		bbrx_sysctl_set "$RCV" rcvbuf 1
@@ -295,7 +312,7 @@ rcv_table()
 {
 	local row lbl
 
-	echo "# sender gso_max_segs $(get_gso_max_segs), no bottleneck, delay on the ACK path; ${SECS}s flows, medians of $NREP runs per mode, alternating"
+	echo "# sender gso_max_segs $(get_gso_max_segs), bottleneck $( ((RATE > 0)) && echo "$RATE Mbit/s" || echo none), delay on the ACK path; ${SECS}s flows, medians of $NREP runs per mode, alternating"
 	echo "# rb initial: idle accepted socket right after establishment; rb first / final: the data socket's first / last ss sample (0.1 s apart)"
 	printf '# %-12s %9s %9s %6s %8s %8s %6s %10s %10s %9s %9s\n' "RTT ms" kernel per_mss ratio \
 		"1st s k" "1st s p" ratio "rb init k" "rb init p" "rb fin k" "rb fin p"

@@ -432,6 +432,7 @@ cleanup()
 	[[ ${#BG_PIDS[@]} -gt 0 ]] && bg_kill "${BG_PIDS[@]}"
 	BG_PIDS=()
 	topo_destroy
+	[[ -n ${LC_BPF:-} ]] && umount "$LC_BPF" 2>/dev/null
 	[[ -n $EXTRA_NETNS ]] && for ns in $EXTRA_NETNS; do ip netns del "$ns" 2>/dev/null; done
 	if [[ -n $TMPD && -d $TMPD ]]; then
 		if [[ $EXIT_STATUS -ne 0 && ${BBRX_KEEP:-0} -eq 1 ]]; then
@@ -758,6 +759,59 @@ shape_sender_fq()
 	local rate=$1; shift
 
 	tc -n "$SND" qdisc replace dev "$SND_IF" root fq maxrate "${rate}mbit" "$@"
+}
+
+# late_completion_setup RATE_MBIT DELAY_US: the sender's route to the
+# receiver leaves through a NIC model whose TX completions come DELAY_US
+# after the packet left at RATE_MBIT (tx_delay.c has the why):
+#   socket -> lc0 (veth, tbf RATE: the line rate, skbs charged) -> lc1
+#   ingress: clone out of SND_IF (the wire), original -> lcd (dummy, fq
+#   holding it DELAY_US, still charged) -> freed: the TX completion.
+# Needs cls_bpf, sch_fq, dummy and a bpffs (mounted under $TMPD).  Returns
+# non-zero and says why on failure.  late_completion_delay DELAY_US changes
+# the delay.
+late_completion_setup()
+{
+	local rate=$1 delay=$2 rmac widx hidx
+
+	modprobe -a cls_bpf sch_fq dummy 2>/dev/null
+	LC_BPF=$TMPD/bpf
+	mkdir -p "$LC_BPF"
+	mountpoint -q "$LC_BPF" || mount -t bpf bpf "$LC_BPF" ||
+		{ echo "# cannot mount bpffs"; return 1; }
+	rmac=$(ip -n "$RTR" -j link show "$RTR_IF_S" | jq -r '.[0].address')
+	ip -n "$SND" link add lc0 type veth peer lc1 &&
+		ip -n "$SND" link add lcd type dummy &&
+		ip -n "$SND" link set lc0 up &&
+		ip -n "$SND" link set lc1 up &&
+		ip -n "$SND" link set lcd up || { echo "# late completion: links"; return 1; }
+	ns_sysctl "$SND" net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.lc1.rp_filter=0 \
+		"net.ipv4.conf.$SND_IF.rp_filter=0"
+	widx=$(ip -n "$SND" -j link show "$SND_IF" | jq -r '.[0].ifindex')
+	hidx=$(ip -n "$SND" -j link show lcd | jq -r '.[0].ifindex')
+	"$LIB_DIR/tx_delay" wire "$LC_BPF/wire" "$widx" "$hidx" >/dev/null ||
+		{ echo "# tx_delay wire failed"; return 1; }
+	tc -n "$SND" qdisc add dev lc1 clsact &&
+		tc -n "$SND" filter add dev lc1 ingress bpf object-pinned "$LC_BPF/wire" da &&
+		tc -n "$SND" qdisc add dev lcd clsact &&
+		tc -n "$SND" qdisc replace dev lcd root fq nopacing limit 100000 flow_limit 100000 &&
+		tc -n "$SND" qdisc replace dev lc0 root tbf rate "${rate}mbit" burst 15140 limit 1000000 ||
+		{ echo "# late completion: tc setup failed"; return 1; }
+	late_completion_delay "$delay" || return 1
+	ip -n "$SND" neigh replace "$RTR_IP4_S" lladdr "$rmac" dev lc0 nud permanent &&
+		ip -n "$SND" route replace "$RCV_IP4/32" via "$RTR_IP4_S" dev lc0 onlink src "$SND_IP4" ||
+		{ echo "# late completion: route"; return 1; }
+	ip netns exec "$SND" ping -q -c1 -W1 "$RCV_IP4" &>/dev/null ||
+		{ echo "# late completion: no connectivity"; return 1; }
+}
+
+late_completion_delay()
+{
+	rm -f "$LC_BPF/hold"
+	"$LIB_DIR/tx_delay" hold "$LC_BPF/hold" "$1" >/dev/null &&
+		tc -n "$SND" filter replace dev lcd egress pref 1 handle 1 bpf \
+			object-pinned "$LC_BPF/hold" da ||
+		{ echo "# tx_delay hold $1 failed"; return 1; }
 }
 
 # sender_cwnd_lock CWND: lock the sender's cwnd at CWND segments through its

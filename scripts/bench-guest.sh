@@ -144,8 +144,11 @@ setup()
 		bg_track $!
 		sleep 0.5 ;;
 	autocork)
-		shape_sender_fq 100
-		SETUP+=("$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)") ;;
+		# TX completions 400 us after the packet, no bottleneck (as
+		# hook_autocork.sh; lib.sh late_completion_setup).
+		late_completion_setup 10000 400 ||
+			{ echo "# bench: late-completion setup failed" >&2; FAILS=$((FAILS + 1)); }
+		SETUP+=("late TX completions 400 us (tx_delay), veth, no bottleneck") ;;
 	tsq)
 		shape_sender_tbf 100
 		SETUP+=("$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)") ;;

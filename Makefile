@@ -43,7 +43,7 @@ KBUILD_OPTS := W=1
 
 .PHONY: all modules clean install load unload deps vm-build demo check \
 	check-style check-sparse check-dkms check-rt check-version \
-	bench check-bench
+	bench check-bench check-cost
 
 all: modules
 
@@ -114,7 +114,12 @@ check-rt: deps
 	$(MAKE) -C $(RT_KDIR) M=$(CACHE)/rt W=1 modules 2>&1 | tee $(CACHE)/rt.log
 	@! grep -E 'warning:|error:' $(CACHE)/rt.log
 
-# check-bench before the selftests, so that their runner's "N passed,
-# N failed" line stays the last one.
-check: check-version check-style check-sparse check-dkms check-rt vm-build check-bench
+# hook_cost.sh in a VM whose clock counts instructions (selftests/Makefile,
+# TEST_PROGS_ICOUNT says why).
+check-cost: vm-build
+	$(ROOT)/scripts/vm-run --icount --timeout 2400 -- KSFT_FAIL_ON_SKIP=1 make run_icount
+
+# check-bench and check-cost before the selftests, so that their runner's
+# "N passed, N failed" line stays the last one.
+check: check-version check-style check-sparse check-dkms check-rt vm-build check-bench check-cost
 	$(ROOT)/scripts/vm-run -- KSFT_FAIL_ON_SKIP=1 make run_tests

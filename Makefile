@@ -96,7 +96,7 @@ check-version:
 	@test "$(VERSION)" = "$(DKMS_VERSION)" || \
 		{ echo "bbrx: version $(VERSION) in include/bbrx.h but $(DKMS_VERSION) in dkms.conf" >&2; exit 1; }
 
-check-style:
+check-style: deps
 	$(ROOT)/scripts/checkpatch.sh
 
 check-sparse: deps

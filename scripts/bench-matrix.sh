@@ -44,7 +44,7 @@ bench_title()
 	bottleneck) echo "router bottleneck 100 Mbit/s, 20 ms RTT" ;;
 	gso2) echo "sender gso_max_segs 2, TSO off, no bottleneck" ;;
 	fair) echo "two flows sharing the router's 100 Mbit/s bottleneck, 20 ms RTT" ;;
-	autocork) echo "500-byte writes, fq maxrate 100 Mbit/s on the sender" ;;
+	autocork) echo "500-byte writes, TX completions 400 us late (late_completion_setup), no bottleneck" ;;
 	tsq) echo "one flow, tbf 100 Mbit/s on the sender's NIC (late TX completions)" ;;
 	rcvbuf) echo "RTT sweep, sender gso_max_segs 1, TSO off, no bottleneck" ;;
 	delack) echo "one-MSS PSH writes, sender cwnd locked at 4, fq maxrate 20 Mbit/s" ;;

@@ -22,9 +22,9 @@
 #          the end of that write
 #
 # How many segments a round takes differs by design (that is what corking
-# changes); the per-write properties must not.  The path is the one of
-# hook_autocork.sh (fq with maxrate on the sender's veth, so corking
-# happens) with gso_max_segs 1, so that every skb is one segment and the
+# changes); the per-write properties must not.  The path is the one
+# hook_autocork.sh used before its late-completion model (fq with maxrate
+# on the sender's veth, so corking happens) with gso_max_segs 1, so that every skb is one segment and the
 # capture sees segments exactly as TCP built them, and maxrate 10mbit: a
 # 300-byte segment then waits ~240 us in fq, longer than the next write
 # takes, so short bursts cork too (at 100mbit only sustained flows do).

@@ -8,7 +8,7 @@
 # 20).  After each load the sender netns gets scope=1 and non-zero policies
 # (autocork 1/2/3 and tsq 1/2 in rotation) and the receiver netns scope=1,
 # rcvbuf=1 and delack 1/2 in rotation, so the ftrace redirects, the entry
-# callback, the kretprobe and the kprobe are live and taken when rmmod
+# callback and the kprobe are live and taken when rmmod
 # removes them (one short extra connection per cycle makes the rcvbuf hooks
 # act).  Asserts: every load installs every hook, the send and receive hook
 # counters move in every cycle, every rmmod succeeds, all 8 flows complete
@@ -78,7 +78,7 @@ measure()
 		  bbrx_sysctl_set "$RCV" scope 1 &&
 		  bbrx_sysctl_set "$RCV" rcvbuf 1 &&
 		  bbrx_sysctl_set "$RCV" delack "$dl"; } || SET_FAILS+=" $i"
-		# A new connection: the rcvbuf entry hook and kretprobe act.
+		# A new connection: the rcvbuf entry hook and the growth redirect act.
 		ip netns exec "$SND" timeout 10 "$LIB_DIR/cc_setsockopt" cubic \
 			"$RCV_IP4" "$SINK_PORT" 2000000 >/dev/null 2>&1 &
 		sleep "$HOLD"

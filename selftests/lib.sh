@@ -276,6 +276,10 @@ tests_done()
 	echo "# $(basename "$0"): $N_PASS passed, $N_FAIL failed, $N_SKIP skipped"
 	if [[ $N_FAIL -gt 0 ]]; then
 		EXIT_STATUS=1
+	elif [[ ${KSFT_FAIL_ON_SKIP:-0} == 1 && $N_SKIP -gt 0 ]]; then
+		# make check: a skipped test is a test that did not run.
+		echo "# $N_SKIP test(s) skipped and KSFT_FAIL_ON_SKIP=1"
+		EXIT_STATUS=1
 	elif [[ $N_PASS -le 1 && $N_SKIP -gt 0 ]]; then
 		# Only the dmesg check passed: everything real was skipped.
 		EXIT_STATUS=$ksft_skip
@@ -753,7 +757,7 @@ shape_sender_tbf()
 
 # shape_sender_fq RATE_MBIT [fq args...]: fq with maxrate on the sender's own
 # NIC: a just-sent skb waits in fq, charged to the socket, until its time on
-# the "wire" (hook_autocork.sh, hook_delack_rate.sh, bench).
+# the "wire" (hook_autocork_semantics.sh, hook_delack_rate.sh, bench).
 shape_sender_fq()
 {
 	local rate=$1; shift

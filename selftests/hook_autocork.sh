@@ -115,7 +115,7 @@ measure()
 	local rep m
 
 	late_completion_setup 10000 "$TX_DELAY" || SET_FAILS+=" late-completion"
-	QDISC=$(tc -n "$SND" filter show dev lcd egress 2>/dev/null | grep -o 'hold.*direct-action' | head -n 1)
+	LC_FILTER=$(tc -n "$SND" filter show dev lcd egress 2>/dev/null | grep -o 'hold.*direct-action' | head -n 1)
 	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"
 	HOOK=$(hook_line autocork)
 	for ((rep = 1; rep <= REPS; rep++)); do
@@ -181,7 +181,7 @@ ac_hook_installed()
 	check_err $? "sysctl writes failed for:$SET_FAILS"
 	[[ -z $FLOW_FAILS ]]
 	check_err $? "flows failed:$FLOW_FAILS"
-	[[ -n $QDISC ]]
+	[[ -n $LC_FILTER ]]
 	check_err $? "no late-completion filter on the sender"
 	log_test "autocork hook installed, policies settable, all flows ran" "$HOOK"
 }

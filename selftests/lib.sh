@@ -774,6 +774,12 @@ shape_sender_fq()
 # Needs cls_bpf, sch_fq, dummy and a bpffs (mounted under $TMPD).  Returns
 # non-zero and says why on failure.  late_completion_delay DELAY_US changes
 # the delay.
+# link_field NS DEV FIELD: one field of `ip -j link show` (address, ifindex...).
+link_field()
+{
+	ip -n "$1" -j link show "$2" | jq -r ".[0].$3"
+}
+
 late_completion_setup()
 {
 	local rate=$1 delay=$2 rmac widx hidx
@@ -783,7 +789,7 @@ late_completion_setup()
 	mkdir -p "$LC_BPF"
 	mountpoint -q "$LC_BPF" || mount -t bpf bpf "$LC_BPF" ||
 		{ echo "# cannot mount bpffs"; return 1; }
-	rmac=$(ip -n "$RTR" -j link show "$RTR_IF_S" | jq -r '.[0].address')
+	rmac=$(link_field "$RTR" "$RTR_IF_S" address)
 	ip -n "$SND" link add lc0 type veth peer lc1 &&
 		ip -n "$SND" link add lcd type dummy &&
 		ip -n "$SND" link set lc0 up &&
@@ -791,8 +797,8 @@ late_completion_setup()
 		ip -n "$SND" link set lcd up || { echo "# late completion: links"; return 1; }
 	ns_sysctl "$SND" net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.lc1.rp_filter=0 \
 		"net.ipv4.conf.$SND_IF.rp_filter=0"
-	widx=$(ip -n "$SND" -j link show "$SND_IF" | jq -r '.[0].ifindex')
-	hidx=$(ip -n "$SND" -j link show lcd | jq -r '.[0].ifindex')
+	widx=$(link_field "$SND" "$SND_IF" ifindex)
+	hidx=$(link_field "$SND" lcd ifindex)
 	"$LIB_DIR/tx_delay" wire "$LC_BPF/wire" "$widx" "$hidx" >/dev/null ||
 		{ echo "# tx_delay wire failed"; return 1; }
 	tc -n "$SND" qdisc add dev lc1 clsact &&

@@ -62,15 +62,35 @@ if [[ $(id -u) -ne 0 ]]; then
 	fi
 fi
 export DEBIAN_FRONTEND=noninteractive
+# The mirror that already serves the machine's "bookworm" suite, from its
+# deb822 or one-line APT sources: no archive host is written here.
+bookworm_mirror()
+{
+	local f
+
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[[ -e $f ]] || continue
+		awk '
+			/^[[:space:]]*$/ { if (s && u) { print u; exit } s = 0; u = ""; next }
+			/^URIs:/ { u = $2 }
+			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") s = 1 }
+			END { if (s && u) print u }' "$f"
+	done
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[[ -e $f ]] || continue
+		awk '$1 == "deb" && $3 == "bookworm" { print $2 }' "$f"
+	done
+}
 if ((want_bpo)); then
-	echo "deps.sh: adding bookworm-backports for qemu-system-x86 >= $QEMU_MIN" >&2
-	"${SUDO[@]}" tee /etc/apt/sources.list.d/bbrx-backports.sources >/dev/null <<-EOT
-	Types: deb
-	URIs: http://deb.debian.org/debian
-	Suites: bookworm-backports
-	Components: main
-	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-	EOT
+	mirror=$(bookworm_mirror | head -n 1)
+	if [[ -z $mirror ]]; then
+		want_bpo=0
+		echo "deps.sh: warning: no APT source serves bookworm; not adding bookworm-backports" >&2
+	else
+		echo "deps.sh: adding bookworm-backports from $mirror" >&2
+		printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+			"$mirror" | "${SUDO[@]}" tee /etc/apt/sources.list.d/bbrx-backports.sources >/dev/null
+	fi
 fi
 # Without backports the run still works, on one TCG thread: warn, go on.
 no_bpo()

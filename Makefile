@@ -72,6 +72,7 @@ deps:
 vm-build: deps
 	$(MAKE) KDIR=$(VM_KDIR) modules
 	$(MAKE) -C $(ROOT)/selftests
+	$(MAKE) -C $(VM_KDIR) M=$(ROOT)/selftests/kern_sock W=1 modules
 
 # The demo runs next to the selftests' lib.sh in a staged copy.
 demo: vm-build

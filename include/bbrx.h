@@ -8,6 +8,7 @@
 
 #include <linux/types.h>
 #include <linux/percpu.h>
+#include <linux/rcupdate.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/mptcp.h>
@@ -45,6 +46,17 @@ struct bbrx_mib {
 };
 
 /*
+ * A netns' counters, reached through an RCU pointer: kernel sockets (kern=1,
+ * no netns reference) of other subsystems may still run bbrx after bbrx's
+ * pernet .exit; from then on the pointer is NULL and their events are
+ * dropped, and the memory goes after a grace period (stats.c).
+ */
+struct bbrx_stats {
+	struct bbrx_mib __percpu *mib;
+	struct rcu_head rcu;
+};
+
+/*
  * Per-netns settings, written through net.ipv4.bbrx.* (module/sysctl.c has
  * the units, ranges and defaults). Readers on the fast path use READ_ONCE().
  */
@@ -67,7 +79,7 @@ struct bbrx_net {
 	int delack;		/* enum bbrx_policy */
 	bool dying;		/* pre_exit ran: policies stay 0 (hook lock) */
 
-	struct bbrx_mib __percpu *mib;
+	struct bbrx_stats __rcu *stats;
 	struct ctl_table_header *sysctl_hdr;
 	struct ctl_table *sysctl_table;
 };
@@ -79,9 +91,27 @@ static inline struct bbrx_net *bbrx_pernet(const struct net *net)
 	return net_generic(net, bbrx_net_id);
 }
 
+void bbrx_stats_late(void);
+
+/**
+ * bbrx_stat_inc() - count one event in a netns
+ * @bn: the netns' bbrx state (valid until every pernet .exit has run)
+ * @item: the counter
+ *
+ * Any context. After bbrx's pernet .exit the netns has no counters left:
+ * the event is dropped (and counted module-wide, see bbrx_stats_late()).
+ */
 static inline void bbrx_stat_inc(struct bbrx_net *bn, enum bbrx_stat_item item)
 {
-	this_cpu_inc(bn->mib->mibs[item]);
+	struct bbrx_stats *st;
+
+	rcu_read_lock();
+	st = rcu_dereference(bn->stats);
+	if (likely(st))
+		this_cpu_inc(st->mib->mibs[item]);
+	else
+		bbrx_stats_late();
+	rcu_read_unlock();
 }
 
 /* bbr.c */
@@ -106,7 +136,7 @@ bool bbrx_hook_installed(enum bbrx_hook_id id);
 const char *bbrx_hook_name(enum bbrx_hook_id id);
 void bbrx_hook_lock(void);
 void bbrx_hook_unlock(void);
-void bbrx_hook_users(unsigned long mask, int delta);
+int bbrx_hook_users(unsigned long mask, int delta);
 unsigned long bbrx_hook_resolve(const char *symbol);
 int bbrx_hooks_net_init(struct net *net);
 void bbrx_hooks_net_exit(struct net *net);
@@ -117,6 +147,8 @@ int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 		     size_t rlen);
 long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
 		    const u8 *pat, size_t len, bool fault);
+int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
+			 char *reason, size_t rlen);
 
 /**
  * bbrx_sk_in_scope() - does a hook act on this socket at all?
@@ -169,5 +201,6 @@ void bbrx_sysctl_net_exit(struct bbrx_net *bn);
 /* stats.c */
 int bbrx_stats_net_init(struct net *net, struct bbrx_net *bn);
 void bbrx_stats_net_exit(struct net *net, struct bbrx_net *bn);
+unsigned long bbrx_stats_late_count(void);
 
 #endif /* _BBRX_H */

@@ -146,7 +146,8 @@ int bbrx_autocork_prepare(void)
  *
  * tcp_push() is global (standard ABI) and ends in a tail call (jmp rel32) to
  * __tcp_push_pending_frames(); both must hold, and the latter must be safe to
- * call through a pointer.
+ * call through a pointer. Both prototypes are checked at build time against
+ * the headers the module is built with.
  *
  * Return: 0 if the hook may be installed, -ENOEXEC or -ENOENT otherwise.
  */
@@ -156,6 +157,11 @@ int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len)
 	u8 text[BBRX_TCP_PUSH_SCAN];
 	size_t off;
 	s32 rel;
+
+	/* The replacement and the pointer take the headers' prototypes. */
+	BUILD_BUG_ON(!__same_type(&tcp_push, &bbrx_autocork_tcp_push));
+	BUILD_BUG_ON(!__same_type(&__tcp_push_pending_frames,
+				  bbrx_push_pending_frames));
 
 	if (!target) {
 		snprintf(reason, len, "__tcp_push_pending_frames not found");

@@ -51,9 +51,11 @@
  * Looks for the one instruction "orb $ICSK_ACK_PUSHED, pending(%rbx)" (the
  * offset of icsk_ack.pending taken from the headers this module was built
  * with) and for "testb $TCPHDR_PSH, <tcp_skb_cb tcp_flags>(%r12); jne" that
- * jumps to it; sets bbrx_delack_kp.offset to the instruction.
+ * jumps to it, and that this jump is the instruction's only way in
+ * (bbrx_hook_sole_entry()); sets bbrx_delack_kp.offset to the instruction.
  *
- * Return: 0, or -ENOEXEC with @reason when either is missing or ambiguous.
+ * Return: 0, or -ENOEXEC (-ENOENT without the kernel's decoder) with
+ * @reason when any of these is missing or ambiguous.
  */
 int bbrx_delack_verify(unsigned long addr, char *reason, size_t len)
 {
@@ -70,6 +72,7 @@ int bbrx_delack_verify(unsigned long addr, char *reason, size_t len)
 	};
 	long o, t;
 	s32 rel;
+	int err;
 
 	BUILD_BUG_ON(ICSK_ACK_PUSHED != 4);
 	if (flags > 0x7f) {
@@ -97,9 +100,16 @@ int bbrx_delack_verify(unsigned long addr, char *reason, size_t len)
 			 flags, o);
 		return -ENOEXEC;
 	}
+	/*
+	 * The sub-MSS heuristic also sets PUSHED: a build that merged its
+	 * path into this instruction would make policy 2 suppress it too.
+	 */
+	err = bbrx_hook_sole_entry(addr, o, t + BBRX_TESTB_R12_LEN, reason, len);
+	if (err)
+		return err;
 	bbrx_delack_kp.offset = o;
-	pr_info("bbrx: delack: this kernel marks PUSHED for PSH >= rcv_mss (4720852ed9af); policy 1 relies on it, policy 2 skips +%#lx\n",
-		o);
+	pr_info("bbrx: delack: this kernel marks PUSHED for PSH >= rcv_mss (4720852ed9af), only after the PSH test at +%#lx; policy 1 relies on it, policy 2 skips +%#lx\n",
+		t, o);
 	return 0;
 }
 

@@ -29,6 +29,7 @@
  * running a thunk, handler or replacement, before the module text goes away.
  */
 #include <linux/ftrace.h>
+#include <linux/kallsyms.h>
 #include <linux/kprobes.h>
 #include <linux/lockdep.h>
 #include <linux/module.h>
@@ -39,6 +40,7 @@
 #include <linux/seq_file.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <asm/insn.h>
 
 #include "bbrx.h"
 #include "compat.h"
@@ -207,15 +209,64 @@ bool bbrx_hook_fault(enum bbrx_hook_id id)
 	return bbrx_fault_mask & BIT(id);
 }
 
+/*
+ * Switches other tools can flip under an installed hook, read for the live
+ * state (KALLSYMS_ALL lists these variables; NULL when not found):
+ * kernel.ftrace_enabled, ftrace's shutdown after an internal error
+ * (ftrace_kill()), and debugfs kprobes/enabled.
+ */
+static const int *bbrx_ftrace_enabled;
+static const int *bbrx_ftrace_dead;
+static const bool *bbrx_kprobes_all_disarmed;
+
+static bool bbrx_kprobes_disarmed(void)
+{
+	return bbrx_kprobes_all_disarmed && READ_ONCE(*bbrx_kprobes_all_disarmed);
+}
+
+static bool bbrx_ftrace_off(void)
+{
+	return bbrx_ftrace_enabled && !READ_ONCE(*bbrx_ftrace_enabled);
+}
+
+/*
+ * Why an installed hook does not act right now, from the live state of
+ * ftrace and kprobes (not from install time), or NULL when it does.
+ */
+static const char *bbrx_hook_inactive(const struct bbrx_hook *h)
+{
+	if (h->kind == BBRX_HOOK_KPROBE) {
+		if (bbrx_kprobes_disarmed())
+			return "kprobes disarmed system-wide (/sys/kernel/debug/kprobes/enabled is 0)";
+		if (kprobe_gone(h->kp))
+			return "kprobe gone";
+		if (READ_ONCE(h->users) && kprobe_disabled(h->kp))
+			return "kprobe disabled while a policy needs it";
+		return NULL;
+	}
+	if (bbrx_ftrace_dead && READ_ONCE(*bbrx_ftrace_dead))
+		return "ftrace shut down after an internal error (see dmesg)";
+	if (bbrx_ftrace_off())
+		return "ftrace disabled (kernel.ftrace_enabled = 0)";
+	if (!(READ_ONCE(h->fops.flags) & FTRACE_OPS_FL_ENABLED))
+		return "ftrace_ops not enabled";
+	return NULL;
+}
+
 /**
  * bbrx_hook_installed() - may a policy of this hook be set?
  * @id: the hook
  *
- * Return: true if the redirect is in place.
+ * Return: true if the hook is installed and, checked now, acts: ftrace
+ * (redirects, entry callbacks) neither disabled nor shut down, kprobes
+ * not disarmed system-wide.
  */
 bool bbrx_hook_installed(enum bbrx_hook_id id)
 {
-	return READ_ONCE(bbrx_hooks[id].state) == BBRX_HOOK_INSTALLED;
+	const struct bbrx_hook *h = &bbrx_hooks[id];
+
+	return READ_ONCE(h->state) == BBRX_HOOK_INSTALLED &&
+	       !bbrx_hook_inactive(h);
 }
 
 /**
@@ -250,6 +301,29 @@ void bbrx_hook_unlock(void)
 	mutex_unlock(&bbrx_hook_mutex);
 }
 
+/* Arm a lazy kprobe for its first user; 0 or why it is not armed. */
+static int bbrx_hook_arm(struct bbrx_hook *h)
+{
+	int err;
+
+	err = enable_kprobe(h->kp);
+	if (err) {
+		pr_warn("bbrx: hook %s: enable_kprobe: %d\n", h->name, err);
+		return err;
+	}
+	/*
+	 * With kprobes disarmed system-wide (debugfs kprobes/enabled = 0)
+	 * enable_kprobe() succeeds and arms nothing.
+	 */
+	if (kprobe_disabled(h->kp) || bbrx_kprobes_disarmed()) {
+		disable_kprobe(h->kp);
+		pr_warn("bbrx: hook %s: kprobes are disarmed system-wide (/sys/kernel/debug/kprobes/enabled is 0)\n",
+			h->name);
+		return -EBUSY;
+	}
+	return 0;
+}
+
 /**
  * bbrx_hook_users() - a netns starts or stops needing some hooks
  * @mask: BIT(hook id) of the hooks its policy uses
@@ -257,10 +331,15 @@ void bbrx_hook_unlock(void)
  *
  * Lazy hooks are armed while at least one netns needs them, so a policy at
  * 0 everywhere costs nothing. Caller holds bbrx_hook_lock().
+ *
+ * Return: 0, or (for delta +1 only) the error of arming a lazy kprobe:
+ * enable_kprobe()'s, or -EBUSY when kprobes are disarmed system-wide.
+ * On error nothing changed.
  */
-void bbrx_hook_users(unsigned long mask, int delta)
+int bbrx_hook_users(unsigned long mask, int delta)
 {
-	int id;
+	unsigned long done = 0;
+	int id, err;
 
 	lockdep_assert_held(&bbrx_hook_mutex);
 	for_each_set_bit(id, &mask, BBRX_HOOK_MAX) {
@@ -269,17 +348,34 @@ void bbrx_hook_users(unsigned long mask, int delta)
 		h->users += delta;
 		if (WARN_ON_ONCE(h->users < 0))
 			h->users = 0;
+		done |= BIT(id);
 		if (!h->lazy || h->state != BBRX_HOOK_INSTALLED)
 			continue;
-		if (delta > 0 && h->users == 1)
-			enable_kprobe(h->kp);
-		else if (delta < 0 && h->users == 0)
+		if (delta > 0 && h->users == 1) {
+			err = bbrx_hook_arm(h);
+			if (err) {
+				h->users--;
+				done &= ~BIT(id);
+				if (done)
+					bbrx_hook_users(done, -1);
+				return err;
+			}
+		} else if (delta < 0 && h->users == 0) {
 			disable_kprobe(h->kp);
+		}
 	}
+	return 0;
 }
 
 /* kallsyms_lookup_name() is not exported since 5.7; found once at load. */
 static unsigned long (*bbrx_kallsyms_lookup_name)(const char *name);
+
+/* For bbrx_hook_sole_entry(): the kernel's own decoder and symbol sizes. */
+static int (*bbrx_insn_decode)(struct insn *insn, const void *kaddr,
+			       int buf_len, enum insn_mode m);
+static int (*bbrx_kallsyms_size)(unsigned long addr, unsigned long *symbolsize,
+				 unsigned long *offset);
+
 
 /*
  * The kprobe API resolves names for us. Only kallsyms_lookup_name() itself
@@ -298,6 +394,22 @@ static int bbrx_hook_resolver_init(void)
 	if (!bbrx_indirect_call_ok((unsigned long)kp.addr))
 		return -ENOEXEC;
 	bbrx_kallsyms_lookup_name = (void *)kp.addr;
+
+	BUILD_BUG_ON(!__same_type(&insn_decode, bbrx_insn_decode));
+	BUILD_BUG_ON(!__same_type(&kallsyms_lookup_size_offset,
+				  bbrx_kallsyms_size));
+	bbrx_insn_decode = (void *)bbrx_hook_resolve("insn_decode");
+	if (bbrx_insn_decode && !bbrx_indirect_call_ok((unsigned long)bbrx_insn_decode))
+		bbrx_insn_decode = NULL;
+	bbrx_kallsyms_size = (void *)bbrx_hook_resolve("kallsyms_lookup_size_offset");
+	if (bbrx_kallsyms_size && !bbrx_indirect_call_ok((unsigned long)bbrx_kallsyms_size))
+		bbrx_kallsyms_size = NULL;
+
+	bbrx_ftrace_enabled = (void *)bbrx_hook_resolve("ftrace_enabled");
+	bbrx_ftrace_dead = (void *)bbrx_hook_resolve("ftrace_disabled");
+	bbrx_kprobes_all_disarmed = (void *)bbrx_hook_resolve("kprobes_all_disarmed");
+	if (!bbrx_ftrace_enabled || !bbrx_ftrace_dead || !bbrx_kprobes_all_disarmed)
+		pr_warn("bbrx: ftrace/kprobes switches not found (CONFIG_KALLSYMS_ALL?): /proc/net/bbrx_hooks cannot tell when other tools turn them off\n");
 	return 0;
 }
 
@@ -419,6 +531,16 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 		h->fops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY;
 		break;
 	}
+	/*
+	 * PERMANENT, as livepatch does: kernel.ftrace_enabled=0 would silently
+	 * stop every policy, so that write fails with -EBUSY while bbrx's
+	 * ftrace hooks are installed; with ftrace already off they are refused.
+	 */
+	h->fops.flags |= FTRACE_OPS_FL_PERMANENT;
+	if (bbrx_ftrace_off()) {
+		bbrx_hook_refuse(h, "ftrace disabled (kernel.ftrace_enabled = 0)");
+		return;
+	}
 	err = ftrace_set_filter_ip(&h->fops, h->addr, 0, 0);
 	if (err) {
 		bbrx_hook_refuse(h, "not traceable (ftrace_set_filter_ip: %d)",
@@ -428,7 +550,9 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 	err = register_ftrace_function(&h->fops);
 	if (err) {
 		ftrace_set_filter_ip(&h->fops, h->addr, 1, 0);
-		if (err == -EBUSY)
+		if (err == -EBUSY && bbrx_ftrace_off())
+			bbrx_hook_refuse(h, "ftrace disabled (kernel.ftrace_enabled = 0)");
+		else if (err == -EBUSY)
 			bbrx_hook_refuse(h, "IPMODIFY conflict (livepatch or other redirect) on %s",
 					 h->symbol);
 		else
@@ -492,7 +616,9 @@ void bbrx_hooks_remove(void)
 
 /*
  * /proc/net/bbrx_hooks: "hook symbol state[: reason]", one hook per line;
- * lazy hooks add " armed=0|1".
+ * lazy hooks add " armed=0|1". An installed hook that does not act, checked
+ * at read time, shows "inactive: reason" (another tool turned ftrace or
+ * kprobes off under it).
  */
 static int bbrx_hooks_show(struct seq_file *seq, void *v)
 {
@@ -500,13 +626,20 @@ static int bbrx_hooks_show(struct seq_file *seq, void *v)
 
 	for (i = 0; i < BBRX_HOOK_MAX; i++) {
 		const struct bbrx_hook *h = &bbrx_hooks[i];
+		enum bbrx_hook_state state = READ_ONCE(h->state);
+		const char *why = NULL;
 
+		if (state == BBRX_HOOK_INSTALLED)
+			why = bbrx_hook_inactive(h);
 		seq_printf(seq, "%s %s %s", h->name, h->symbol,
-			   bbrx_hook_state_names[READ_ONCE(h->state)]);
-		if (h->state == BBRX_HOOK_REFUSED)
+			   why ? "inactive" : bbrx_hook_state_names[state]);
+		if (state == BBRX_HOOK_REFUSED)
 			seq_printf(seq, ": %s", h->reason);
-		else if (h->state == BBRX_HOOK_INSTALLED && h->lazy)
-			seq_printf(seq, " armed=%d", READ_ONCE(h->users) > 0);
+		else if (why)
+			seq_printf(seq, ": %s", why);
+		if (state == BBRX_HOOK_INSTALLED && h->lazy)
+			seq_printf(seq, " armed=%d",
+				   !why && !kprobe_disabled(h->kp));
 		seq_putc(seq, '\n');
 	}
 	return 0;
@@ -646,4 +779,110 @@ int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 	snprintf(reason, rlen, "no ftrace site at entry (%*ph)",
 		 (int)sizeof(text), text);
 	return -ENOEXEC;
+}
+
+/* Relative branch (jcc, jmp, loop/jcxz): its target offset, else -1. */
+static long bbrx_insn_branch_target(const struct insn *insn, size_t off)
+{
+	const u8 op = insn->opcode.bytes[0];
+	bool rel = (op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) ||
+		   op == 0xe9 || op == 0xeb ||
+		   (op == 0x0f && insn->opcode.nbytes == 2 &&
+		    (insn->opcode.bytes[1] & 0xf0) == 0x80);
+
+	if (!rel)
+		return -1;
+	return off + insn->length + insn->immediate.value;
+}
+
+/* Does control never fall through to the next instruction? */
+static bool bbrx_insn_ends_flow(const struct insn *insn)
+{
+	const u8 op = insn->opcode.bytes[0];
+
+	return op == 0xe9 || op == 0xeb || op == 0xc3 || op == 0xc2 ||
+	       op == 0xcc ||
+	       (op == 0x0f && insn->opcode.nbytes == 2 &&
+		insn->opcode.bytes[1] == 0x0b);		/* ud2 */
+}
+
+/* jmp *r/m (ff /4, /5): a jump table or tail call through a register. */
+static bool bbrx_insn_indirect_jmp(const struct insn *insn)
+{
+	return insn->opcode.bytes[0] == 0xff &&
+	       (X86_MODRM_REG(insn->modrm.value) == 4 ||
+		X86_MODRM_REG(insn->modrm.value) == 5);
+}
+
+/**
+ * bbrx_hook_sole_entry() - is an instruction reached by one branch only?
+ * @addr: function address
+ * @off: offset of the instruction, bytes
+ * @from: offset of the branch that must be its only way in, bytes
+ * @reason: set to why not
+ * @rlen: size of @reason
+ *
+ * For a hook that changes what one instruction does for one condition: it
+ * must not also change it for another path merged into the same
+ * instruction. Decodes the whole function (size from kallsyms) with the
+ * kernel's own x86 decoder, insn_decode(), and checks that @off is an
+ * instruction boundary, that the instruction before it cannot fall through
+ * into it (jmp, ret, int3, ud2), that of all relative branches in the
+ * function exactly one jumps to it, the one at @from, and that there is no
+ * indirect jmp (a jump table could reach any instruction).
+ *
+ * Return: 0; -ENOENT when the decoder or the size cannot be found,
+ * -ENOEXEC when the check fails or the text does not decode; @reason says
+ * why.
+ */
+int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
+			 char *reason, size_t rlen)
+{
+	unsigned long size, soff;
+	size_t pos, prev = 0;
+	bool prev_ends = false;
+	int n = 0;
+
+	if (!bbrx_insn_decode || !bbrx_kallsyms_size ||
+	    !bbrx_kallsyms_size(addr, &size, &soff) || soff) {
+		snprintf(reason, rlen, "insn_decode or the function size not found");
+		return -ENOENT;
+	}
+	for (pos = 0; pos < size; ) {
+		struct insn insn;
+		long target;
+
+		if (bbrx_insn_decode(&insn, (void *)(addr + pos),
+				     min_t(unsigned long, MAX_INSN_SIZE, size - pos),
+				     INSN_MODE_KERN) < 0 || !insn.length) {
+			snprintf(reason, rlen, "text at +%#zx does not decode", pos);
+			return -ENOEXEC;
+		}
+		if (bbrx_insn_indirect_jmp(&insn)) {
+			snprintf(reason, rlen, "indirect jmp at +%#zx", pos);
+			return -ENOEXEC;
+		}
+		if (pos + insn.length == off) {
+			prev = pos;
+			prev_ends = bbrx_insn_ends_flow(&insn);
+		}
+		target = bbrx_insn_branch_target(&insn, pos);
+		if (target == off) {
+			if (pos != from) {
+				snprintf(reason, rlen,
+					 "+%#zx is also reached from +%#zx", off, pos);
+				return -ENOEXEC;
+			}
+			n++;
+		}
+		pos += insn.length;
+	}
+	if (!prev || !prev_ends || !n) {
+		snprintf(reason, rlen,
+			 "+%#zx is %s", off, !prev ? "not an instruction boundary" :
+			 !prev_ends ? "also reached by falling through" :
+			 "not reached by the branch");
+		return -ENOEXEC;
+	}
+	return 0;
 }

@@ -12,6 +12,7 @@
 #include <linux/module.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#include <linux/rcupdate.h>
 
 #include "bbrx.h"
 
@@ -46,8 +47,11 @@ err_stats:
 
 /*
  * A dying netns may still have kernel sockets (which hold no netns
- * reference) sending: turn the hook policies off before its counters go.
- * cleanup_net() waits for an RCU grace period between pre_exit and exit.
+ * reference) sending, until the pernet .exit of the subsystem that owns
+ * them, which runs after ours: turn the hook policies off first, so hooks
+ * leave those sockets to the kernel. Whatever bbrx still counts for them
+ * (their congestion control may be bbrx) is dropped once the counters are
+ * gone (stats.c); struct bbrx_net itself lives until every .exit has run.
  */
 static void __net_exit bbrx_net_pre_exit(struct net *net)
 {
@@ -102,7 +106,10 @@ static void __exit bbrx_module_exit(void)
 	bbrx_cc_unregister();
 	bbrx_hooks_remove();
 	unregister_pernet_subsys(&bbrx_net_ops);
-	pr_info("bbrx: unloaded\n");
+	/* the counters' RCU callbacks (stats.c) run module text */
+	rcu_barrier();
+	pr_info("bbrx: unloaded (%lu counter events of exiting netns dropped)\n",
+		bbrx_stats_late_count());
 }
 
 module_init(bbrx_module_init);

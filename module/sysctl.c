@@ -91,8 +91,9 @@ static int *bbrx_param_ptr(struct bbrx_net *bn, const struct bbrx_param *p)
  * CAP_NET_ADMIN in the initial user namespace (-EPERM): a policy arms hooks
  * that every netns shares (the delack kprobe costs every host socket an
  * int3), so root of an unprivileged user+net namespace must not set it.
- * A non-zero value also needs its hook installed (-EOPNOTSUPP). Every
- * refusal leaves the value unchanged.
+ * A non-zero value also needs its hook installed and active now
+ * (-EOPNOTSUPP), and a lazy kprobe must arm (its error, -EBUSY when kprobes
+ * are disarmed system-wide). Every refusal leaves the value unchanged.
  */
 static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 			    size_t *lenp, loff_t *ppos)
@@ -127,7 +128,7 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 		for_each_set_bit(id, &p->hooks, BBRX_HOOK_MAX) {
 			if (bbrx_hook_installed(id))
 				continue;
-			pr_warn_ratelimited("bbrx: net.ipv4.bbrx.%s=%d needs hook %s, which is not installed (see /proc/net/bbrx_hooks)\n",
+			pr_warn_ratelimited("bbrx: net.ipv4.bbrx.%s=%d needs hook %s, which is not installed or not active (see /proc/net/bbrx_hooks)\n",
 					    p->name, val, bbrx_hook_name(id));
 			return -EOPNOTSUPP;
 		}
@@ -141,11 +142,13 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 		bbrx_hook_unlock();
 		return -ENOENT;
 	}
-	if (!*cur != !val)	/* leaves or returns to BBRX_POLICY_KERNEL (0) */
-		bbrx_hook_users(p->hooks, val ? 1 : -1);
-	WRITE_ONCE(*cur, val);
+	/* Leaves or returns to BBRX_POLICY_KERNEL (0); arming may fail. */
+	if (!*cur != !val)
+		err = bbrx_hook_users(p->hooks, val ? 1 : -1);
+	if (!err)
+		WRITE_ONCE(*cur, val);
 	bbrx_hook_unlock();
-	return 0;
+	return err;
 }
 
 /**
@@ -180,7 +183,7 @@ void bbrx_sysctl_policies_off(struct bbrx_net *bn)
 
 		if (!p->hooks || *v == BBRX_POLICY_KERNEL)
 			continue;
-		bbrx_hook_users(p->hooks, -1);
+		bbrx_hook_users(p->hooks, -1);	/* cannot fail */
 		WRITE_ONCE(*v, BBRX_POLICY_KERNEL);
 	}
 	bbrx_hook_unlock();

@@ -12,7 +12,7 @@
 # it).  Also: disable=autocork,tsq reports both "disabled" and refuses their
 # policies; disable=all installs none and bbrx still works; an unknown hook
 # name fails the load; a plain load (the module's default) installs every
-# hook.
+# hook, and the delack verifier reports the PSH mark's single way in.
 # The module is left loaded.
 
 ALL_TESTS="
@@ -25,6 +25,7 @@ ALL_TESTS="
 	disable_all
 	unknown_hook_name
 	plain_load_installs_all
+	delack_sole_entry
 "
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
@@ -250,6 +251,20 @@ plain_load_installs_all()
 	netns_down
 	log_test "plain load: every hook installed, policies settable" \
 		"$(tr '\n' ';' </proc/net/bbrx_hooks)"
+}
+
+# The delack verifier decodes tcp_event_data_recv() and accepts the PSH
+# mark only when the PSH test's branch is its one way in (no fall-through,
+# no other branch, no indirect jmp), and says so at load.
+delack_sole_entry()
+{
+	local line
+
+	line=$(dmesg_since_start | grep 'bbrx: delack: ' | tail -n 1)
+	[[ $line == *"only after the PSH test at +0x"* ]]
+	check_err $? "no single-entry report at load: ${line:-none}"
+	log_test "delack verifier: the PSH mark is reached only from the PSH test" \
+		"${line#*marks PUSHED for }"
 }
 
 require_root

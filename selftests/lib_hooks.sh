@@ -163,6 +163,8 @@ sysctl_write_err()
 		echo EOPNOTSUPP
 	elif [[ $err == *"Invalid argument"* ]]; then
 		echo EINVAL
+	elif [[ $err == *"Device or resource busy"* ]]; then
+		echo EBUSY
 	else
 		echo "OTHER($err)"
 	fi

@@ -237,7 +237,7 @@ static const char *bbrx_hook_inactive(const struct bbrx_hook *h)
 {
 	if (h->kind == BBRX_HOOK_KPROBE) {
 		if (bbrx_kprobes_disarmed())
-			return "kprobes disarmed system-wide (/sys/kernel/debug/kprobes/enabled is 0)";
+			return "kprobes disarmed system-wide (debugfs kprobes/enabled is 0)";
 		if (kprobe_gone(h->kp))
 			return "kprobe gone";
 		if (READ_ONCE(h->users) && kprobe_disabled(h->kp))
@@ -375,7 +375,6 @@ static int (*bbrx_insn_decode)(struct insn *insn, const void *kaddr,
 			       int buf_len, enum insn_mode m);
 static int (*bbrx_kallsyms_size)(unsigned long addr, unsigned long *symbolsize,
 				 unsigned long *offset);
-
 
 /*
  * The kprobe API resolves names for us. Only kallsyms_lookup_name() itself
@@ -795,7 +794,7 @@ static long bbrx_insn_branch_target(const struct insn *insn, size_t off)
 	return off + insn->length + insn->immediate.value;
 }
 
-/* Does control never fall through to the next instruction? */
+/* Is this a jmp, ret, int3 or ud2, after which control cannot continue? */
 static bool bbrx_insn_ends_flow(const struct insn *insn)
 {
 	const u8 op = insn->opcode.bytes[0];
@@ -826,8 +825,8 @@ static bool bbrx_insn_indirect_jmp(const struct insn *insn)
  * must not also change it for another path merged into the same
  * instruction. Decodes the whole function (size from kallsyms) with the
  * kernel's own x86 decoder, insn_decode(), and checks that @off is an
- * instruction boundary, that the instruction before it cannot fall through
- * into it (jmp, ret, int3, ud2), that of all relative branches in the
+ * instruction boundary, that control cannot run into it from the
+ * instruction before (a jmp, ret, int3 or ud2), that of all relative branches in the
  * function exactly one jumps to it, the one at @from, and that there is no
  * indirect jmp (a jump table could reach any instruction).
  *

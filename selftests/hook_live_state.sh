@@ -97,7 +97,7 @@ kprobes_disarmed()
 	echo 0 >"$KPROBES_ENABLED"
 	line=$(hook_line delack)
 	log_info "kprobes disarmed: $line"
-	[[ $line == *"inactive: kprobes disarmed"*"armed=0"* ]]
+	[[ $line == *"inactive: kprobes disarmed system-wide"*"armed=0"* ]]
 	check_err $? "with kprobes disarmed: $line"
 	err=$(sysctl_write_err "$NS2" delack 1)
 	[[ $err == EOPNOTSUPP && $(bbrx_sysctl_get "$NS2" delack) == 0 ]]

@@ -11,6 +11,8 @@
 
 #include <linux/ftrace.h>
 #include <linux/string.h>
+#include <asm/cpufeature.h>
+#include <asm/ibt.h>
 #include <linux/uaccess.h>
 #include <net/net_namespace.h>
 #include <net/tcp.h>
@@ -72,19 +74,60 @@ static __always_inline unsigned long bbrx_fregs_arg0(struct ftrace_regs *fregs)
 }
 
 /*
- * With IBT (CONFIG_X86_KERNEL_IBT, not in Debian 6.1) an indirect call must
- * land on ENDBR64, and objtool seals functions never called indirectly; a
- * pointer to such a function must not be called.
+ * 6.2 renamed ftrace_instruction_pointer_set() (upstream "ftrace: rename
+ * ftrace_instruction_pointer_set() -> ftrace_regs_set_instruction_pointer()",
+ * Mark Rutland, Nov 2022).
+ */
+static __always_inline void bbrx_fregs_set_ip(struct ftrace_regs *fregs,
+					      unsigned long ip)
+{
+#ifdef BBRX_HAVE_FTRACE_REGS_SET_IP
+	ftrace_regs_set_instruction_pointer(fregs, ip);
+#else
+	ftrace_instruction_pointer_set(fregs, ip);
+#endif
+}
+
+/*
+ * IBT (CONFIG_X86_KERNEL_IBT: not in Debian 6.1, in 6.12) starts functions
+ * with ENDBR64 before their ftrace site; the kernel overwrites the ENDBR of
+ * functions it seals (never called indirectly) with a 4-byte poison NOP
+ * (seen on 6.12's kallsyms_lookup_name under QEMU). is_endbr() accepts
+ * both.
+ */
+static inline size_t bbrx_endbr_len(unsigned long func)
+{
+	u32 insn;
+
+	if (!IS_ENABLED(CONFIG_X86_KERNEL_IBT) ||
+	    copy_from_kernel_nofault(&insn, (void *)func, sizeof(insn)))
+		return 0;
+	return is_endbr(insn) ? sizeof(insn) : 0;
+}
+
+/*
+ * A function's start from a kprobe registered at its entry: kprobes put
+ * such a probe after the ENDBR (arch_adjust_kprobe_addr()).
+ */
+static inline unsigned long bbrx_kprobe_func_start(unsigned long kp_addr)
+{
+	return bbrx_endbr_len(kp_addr - 4) ? kp_addr - 4 : kp_addr;
+}
+
+/*
+ * Where IBT is enforced (the kernel's and the CPU's), an indirect call must
+ * land on a live ENDBR64; a sealed (poisoned) function must not be called
+ * through a pointer.
  */
 static inline bool bbrx_indirect_call_ok(unsigned long addr)
 {
 #ifdef CONFIG_X86_KERNEL_IBT
-	static const u8 endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
-	u8 insn[4];
+	u32 insn;
 
-	if (copy_from_kernel_nofault(insn, (void *)addr, sizeof(insn)))
-		return false;
-	return !memcmp(insn, endbr64, sizeof(insn));
+	if (!cpu_feature_enabled(X86_FEATURE_IBT))
+		return true;
+	return !copy_from_kernel_nofault(&insn, (void *)addr, sizeof(insn)) &&
+	       insn == gen_endbr();
 #else
 	return true;
 #endif

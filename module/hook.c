@@ -61,6 +61,7 @@ enum bbrx_hook_kind {
 struct bbrx_hook {
 	const char *name;	/* module parameter and status file name */
 	const char *symbol;	/* exact kallsyms name of the target */
+	const char *inlined_into; /* where to look when symbol is inlined */
 	enum bbrx_hook_kind kind;
 	int (*verify)(unsigned long addr, char *reason, size_t len);
 	bool (*wants)(struct sock *sk);		/* REDIRECT */
@@ -110,7 +111,9 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 	},
 	[BBRX_HOOK_DELACK] = {
 		.name = "delack",
-		.symbol = "tcp_event_data_recv",
+		/* out of line in 6.12; inlined into its caller in 6.1 */
+		.symbol = "tcp_measure_rcv_mss",
+		.inlined_into = "tcp_event_data_recv",
 		.kind = BBRX_HOOK_KPROBE,
 		.verify = bbrx_delack_verify,
 		.kp = &bbrx_delack_kp,
@@ -384,15 +387,17 @@ static int (*bbrx_kallsyms_size)(unsigned long addr, unsigned long *symbolsize,
 static int bbrx_hook_resolver_init(void)
 {
 	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };
+	unsigned long addr;
 	int err;
 
 	err = register_kprobe(&kp);
 	if (err < 0)
 		return err;
 	unregister_kprobe(&kp);
-	if (!bbrx_indirect_call_ok((unsigned long)kp.addr))
+	addr = bbrx_kprobe_func_start((unsigned long)kp.addr);
+	if (!bbrx_indirect_call_ok(addr))
 		return -ENOEXEC;
-	bbrx_kallsyms_lookup_name = (void *)kp.addr;
+	bbrx_kallsyms_lookup_name = (void *)addr;
 
 	BUILD_BUG_ON(!__same_type(&insn_decode, bbrx_insn_decode));
 	BUILD_BUG_ON(!__same_type(&kallsyms_lookup_size_offset,
@@ -439,7 +444,7 @@ static void notrace bbrx_hook_thunk(unsigned long ip, unsigned long parent_ip,
 
 	if (!h->wants(sk))
 		return;
-	ftrace_instruction_pointer_set(fregs, (unsigned long)h->redirect);
+	bbrx_fregs_set_ip(fregs, (unsigned long)h->redirect);
 }
 
 /* ENTRY hooks: a callback at the target's fentry, the function then runs. */
@@ -507,6 +512,10 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 	}
 
 	h->addr = bbrx_hook_resolve(h->symbol);
+	if (!h->addr && h->inlined_into) {
+		h->symbol = h->inlined_into;
+		h->addr = bbrx_hook_resolve(h->symbol);
+	}
 	if (!h->addr) {
 		bbrx_hook_refuse(h, "symbol not found or not probeable");
 		return;
@@ -573,8 +582,10 @@ int bbrx_hooks_install(void)
 {
 	int i, err;
 
-	if (bbrx_hook_resolver_init())
-		pr_warn("bbrx: kallsyms_lookup_name not found: every hook will be refused\n");
+	err = bbrx_hook_resolver_init();
+	if (err)
+		pr_warn("bbrx: kallsyms_lookup_name not found (%d): every hook will be refused\n",
+			err);
 	err = bbrx_autocork_prepare();
 	if (err)
 		return err;
@@ -755,8 +766,8 @@ long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
  * @reason: set to why not
  * @rlen: size of @reason
  *
- * The site is "call __fentry__" while traced and the 5-byte NOP ftrace
- * writes over it otherwise; either means the compiler kept the function
+ * The site (after ENDBR64 on IBT kernels) is "call __fentry__" while traced
+ * and the 5-byte NOP ftrace writes over it otherwise; either means the compiler kept the function
  * whole (not a clone with another ABI) and ftrace manages its entry.
  *
  * Return: 0, or -ENOEXEC (-EFAULT if unreadable) with @reason.
@@ -767,6 +778,7 @@ int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 	static const u8 nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 	u8 text[sizeof(nop5)];
 
+	addr += bbrx_endbr_len(addr);
 	if (copy_from_kernel_nofault(text, (void *)addr, sizeof(text))) {
 		snprintf(reason, rlen, "entry unreadable");
 		return -EFAULT;
@@ -814,10 +826,11 @@ static bool bbrx_insn_indirect_jmp(const struct insn *insn)
 }
 
 /**
- * bbrx_hook_sole_entry() - is an instruction reached by one branch only?
+ * bbrx_hook_sole_entry() - is an instruction reached from one place only?
  * @addr: function address
  * @off: offset of the instruction, bytes
- * @from: offset of the branch that must be its only way in, bytes
+ * @from: offset of the conditional branch that must be its only way in,
+ *	bytes: either jumping to @off, or right before it and falling through
  * @reason: set to why not
  * @rlen: size of @reason
  *
@@ -825,9 +838,9 @@ static bool bbrx_insn_indirect_jmp(const struct insn *insn)
  * must not also change it for another path merged into the same
  * instruction. Decodes the whole function (size from kallsyms) with the
  * kernel's own x86 decoder, insn_decode(), and checks that @off is an
- * instruction boundary, that control cannot run into it from the
- * instruction before (a jmp, ret, int3 or ud2), that of all relative branches in the
- * function exactly one jumps to it, the one at @from, and that there is no
+ * instruction boundary, that its ways in (relative branches to it, and
+ * falling through from the instruction before unless that is a jmp, ret,
+ * int3 or ud2) are exactly one, from @from, and that the function has no
  * indirect jmp (a jump table could reach any instruction).
  *
  * Return: 0; -ENOENT when the decoder or the size cannot be found,
@@ -876,11 +889,22 @@ int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
 		}
 		pos += insn.length;
 	}
-	if (!prev || !prev_ends || !n) {
-		snprintf(reason, rlen,
-			 "+%#zx is %s", off, !prev ? "not an instruction boundary" :
-			 !prev_ends ? "also reached by falling through" :
-			 "not reached by the branch");
+	if (!prev) {
+		snprintf(reason, rlen, "+%#zx is not an instruction boundary", off);
+		return -ENOEXEC;
+	}
+	/* Falling through from the instruction before is a way in too. */
+	if (!prev_ends) {
+		if (prev != from) {
+			snprintf(reason, rlen,
+				 "+%#zx is also reached by falling through from +%#zx",
+				 off, prev);
+			return -ENOEXEC;
+		}
+		n++;
+	}
+	if (n != 1) {
+		snprintf(reason, rlen, "+%#zx is not reached from +%#zx", off, from);
 		return -ENOEXEC;
 	}
 	return 0;

@@ -53,9 +53,12 @@ static unsigned long bbrx_tsq_limit(struct sock *sk, unsigned int truesize,
 			      READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_limit_output_bytes));
 	limit <<= factor;
 
-	/* tcp_tx_delay: queue the delayed data too (truesize ~2x payload). */
-	if (static_branch_unlikely(&tcp_tx_delay_enabled) &&
-	    tcp_sk(sk)->tcp_tx_delay)
+	/*
+	 * tcp_tx_delay: queue the delayed data too (truesize ~2x payload).
+	 * The kernel guards this with the tcp_tx_delay_enabled static key,
+	 * which 6.12 no longer exports; a non-zero tcp_tx_delay implies it.
+	 */
+	if (tcp_sk(sk)->tcp_tx_delay)
 		limit += ((u64)pacing_rate * tcp_sk(sk)->tcp_tx_delay) >> 19;
 	return limit;
 }
@@ -132,7 +135,7 @@ int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len)
 			 "kernel built without CONFIG_LIVEPATCH: a local function's ABI is not guaranteed");
 		return -ENOEXEC;
 	}
-	/* +5: after the 5-byte fentry call site */
-	return bbrx_hook_match(addr, 5, pat, sizeof(pat),
+	/* after the 5-byte fentry call site (and ENDBR64 where present) */
+	return bbrx_hook_match(addr, 5 + bbrx_endbr_len(addr), pat, sizeof(pat),
 			       bbrx_hook_fault(BBRX_HOOK_TSQ), reason, len);
 }

@@ -40,6 +40,7 @@
 #include <net/tcp.h>
 
 #include "bbrx.h"
+#include "compat.h"
 
 /* The proposal's initial receive window, segments. */
 #define BBRX_INIT_RWND		20
@@ -174,18 +175,21 @@ static u32 bbrx_rcvbuf_seg_mem(const struct sock *sk, const struct tcp_sock *tp)
  * loss) plus 16 segments of cushion, plus twice the growth seen (a sender
  * in slow start doubles per RTT, and the ACK now opens the window for the
  * RTT after next), then the buffer at that many segments times the memory
- * each costs. The only change from 6.1 is that cost: per_mss instead of
- * SKB_TRUESIZE(advmss + MAX_TCP_HEADER), both raised until a segment's
- * memory offers an advmss of window (2944 vs the kernel's 2932 bytes for
- * MSS 1448 with tcp_adv_win_scale 1; the difference is larger for other
- * MSS). The tcp_rcv_space_adjust tracepoint does not fire for redirected
- * calls.
+ * each costs. The only change from the kernel is that cost: per_mss,
+ * raised until a segment's memory offers an advmss of window, instead of
+ * 6.1's SKB_TRUESIZE(advmss + MAX_TCP_HEADER) raised the same way (2944 vs
+ * 2932 bytes for MSS 1448 with tcp_adv_win_scale 1; the difference is
+ * larger for other MSS) or 6.12's tcp_space_from_win() (the window scaled
+ * by the len/truesize ratio measured on received skbs). What counts as
+ * read follows the running kernel (bbrx_rcvq_copied()). The
+ * tcp_rcv_space_adjust tracepoint does not fire for redirected calls.
  */
 void bbrx_rcvbuf_space_adjust(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct net *net = sock_net(sk);
-	u32 copied, prev, rtt_us8;
+	bbrx_copied_t copied;
+	u32 prev, rtt_us8;
 	u64 now_ns, win;
 	int rcvbuf;
 
@@ -199,9 +203,10 @@ void bbrx_rcvbuf_space_adjust(struct sock *sk)
 	    tcp_stamp_us_delta(tp->tcp_mstamp, tp->rcvq_space.time) < (rtt_us8 >> 3))
 		return;
 
-	copied = tp->copied_seq - tp->rcvq_space.seq;
+	copied = bbrx_rcvq_copied(tp);
 	prev = tp->rcvq_space.space;
-	if (copied > prev) {
+	/* unsigned, as the kernel's comparison is in both versions */
+	if ((u32)copied > prev) {
 		if (READ_ONCE(net->ipv4.sysctl_tcp_moderate_rcvbuf) && prev &&
 		    tp->advmss) {
 			win = 2ULL * copied + 16ULL * tp->advmss;
@@ -212,7 +217,8 @@ void bbrx_rcvbuf_space_adjust(struct sock *sk)
 				       READ_ONCE(net->ipv4.sysctl_tcp_rmem[2]));
 			if (rcvbuf > sk->sk_rcvbuf) {
 				WRITE_ONCE(sk->sk_rcvbuf, rcvbuf);
-				tp->window_clamp = tcp_win_from_space(sk, rcvbuf);
+				WRITE_ONCE(tp->window_clamp,
+					   tcp_win_from_space(sk, rcvbuf));
 				bbrx_stat_inc(bbrx_pernet(net),
 					      BBRX_STAT_RCVBUF_GROWN);
 			}

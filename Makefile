@@ -6,14 +6,20 @@
 #   make install         modules_install (runs depmod) + modprobe.d hook (root)
 #   make load / unload   insmod / rmmod the built module on this host
 #   make demo            build for the VM kernel, boot it, print a comparison
-#   make check           style, sparse, W=1, DKMS and rt builds, the quick
-#                        bench (check-bench), selftests in the VM
+#   make check           style, sparse, W=1, DKMS, builds against every
+#                        pinned kernel (scripts/kernels.conf), the quick
+#                        bench (check-bench), the functional selftests on
+#                        the other bootable kernels (check-lanes), all
+#                        selftests in the VM
+#   KVER=NAME            any VM target on another pinned kernel, e.g.
+#                        make demo KVER=cloud-6.12
 #   make bench           build, boot the VM, run the benchmark matrix: results/
 #                        (QUICK=1 a short subset, REPS=N repetitions)
 #   make clean
 #
 # KDIR defaults to the running kernel's build tree; where that does not exist
-# (a build host, a container) the newest installed Debian cloud headers.
+# (a build host, a container) the headers of the default pinned kernel
+# (scripts/kernels.conf).
 # demo and check always build against the headers of the kernel the VM boots.
 
 MAKEFLAGS += --no-print-directory
@@ -29,20 +35,25 @@ ifeq ($(origin KDIR),undefined)
   ifneq ($(wildcard /lib/modules/$(shell uname -r)/build/Makefile),)
     KDIR := /lib/modules/$(shell uname -r)/build
   else
-    KDIR := $(lastword $(shell ls -d /usr/src/linux-headers-*-cloud-amd64 2>/dev/null | sort -V))
+    KDIR := $(addprefix /usr/src/linux-headers-,$(shell $(ROOT)/scripts/vm-kver 2>/dev/null))
     $(if $(KDIR),$(info bbrx: no build tree for $(shell uname -r); using $(KDIR)))
   endif
 endif
 
-# The VM's kernel and its headers; the rt flavour of the same ABI if present.
-VM_KVER = $(shell $(ROOT)/scripts/vm-kver)
+# The VM's kernel and its headers: KVER names a build pinned in
+# scripts/kernels.conf (cloud-6.1, cloud-6.12, or its release); default the
+# first bootable one (cloud-6.1). vm-run boots the same one.
+KVER ?=
+VM_KVER = $(shell $(ROOT)/scripts/vm-kver $(KVER))
+VM_RUN = VM_KVER=$(VM_KVER) $(ROOT)/scripts/vm-run
 VM_KDIR = /usr/src/linux-headers-$(VM_KVER)
-RT_KDIR = $(lastword $(shell ls -d /usr/src/linux-headers-*-rt-amd64 2>/dev/null | sort -V))
+# Every other pinned build: compiled (W=1, sparse) by check-compile.
+OTHER_KVERS = $(filter-out $(VM_KVER),$(shell $(ROOT)/scripts/vm-kver --list | cut -d' ' -f2))
 CACHE := $(ROOT)/.cache
 KBUILD_OPTS := W=1
 
 .PHONY: all modules clean install load unload deps vm-build demo check \
-	check-style check-sparse check-dkms check-rt check-version \
+	check-style check-sparse check-dkms check-compile check-lanes check-version \
 	bench check-bench check-cost
 
 all: modules
@@ -78,18 +89,18 @@ vm-build: deps
 demo: vm-build
 	rm -rf $(CACHE)/demo && mkdir -p $(CACHE)/demo
 	cp -r $(ROOT)/selftests/. $(ROOT)/scripts/demo.sh $(CACHE)/demo/
-	$(ROOT)/scripts/vm-run --dir $(CACHE)/demo -- ./demo.sh
+	$(VM_RUN) --dir $(CACHE)/demo -- ./demo.sh
 
 # The benchmark matrix (scripts/bench-matrix.sh), one VM boot per scenario;
 # tables, JSON and plots in results/ (git-ignored).
 bench: vm-build
-	$(ROOT)/scripts/bench
+	VM_KVER=$(VM_KVER) $(ROOT)/scripts/bench
 
 # The quickest bench once, into the cache (results/ keeps the last real
 # run), then its report and plots checked for form, not numbers.
 BENCH_CHECK_DIR := $(CACHE)/bench-check
 check-bench: vm-build
-	QUICK=1 BENCH_RESULTS=$(BENCH_CHECK_DIR) $(ROOT)/scripts/bench || \
+	VM_KVER=$(VM_KVER) QUICK=1 BENCH_RESULTS=$(BENCH_CHECK_DIR) $(ROOT)/scripts/bench || \
 		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
 	$(ROOT)/scripts/bench-check $(BENCH_CHECK_DIR)
 
@@ -108,19 +119,34 @@ check-sparse: deps
 check-dkms: deps check-version
 	$(ROOT)/scripts/dkms-check.sh $(VM_KVER)
 
-check-rt: deps
-	@test -n "$(RT_KDIR)" || { echo "bbrx: no rt headers installed" >&2; exit 1; }
-	rm -rf $(CACHE)/rt && mkdir -p $(CACHE)/rt
-	cp -r $(ROOT)/Kbuild $(ROOT)/module $(ROOT)/include $(CACHE)/rt/
-	$(MAKE) -C $(RT_KDIR) M=$(CACHE)/rt W=1 modules 2>&1 | tee $(CACHE)/rt.log
-	@! grep -E 'warning:|error:' $(CACHE)/rt.log
+# W=1 and sparse against the headers of every other pinned build, each in a
+# staged copy (the tree's tcp_bbrx.ko stays the VM kernel's).
+check-compile: deps
+	@for k in $(OTHER_KVERS); do \
+		d=$(CACHE)/compile-$$k; rm -rf $$d && mkdir -p $$d && \
+		cp -r $(ROOT)/Kbuild $(ROOT)/module $(ROOT)/include $$d/ && \
+		echo "bbrx: building against $$k" && \
+		$(MAKE) -C /usr/src/linux-headers-$$k M=$$d W=1 C=2 modules >$$d.log 2>&1; \
+		rc=$$?; cat $$d.log; \
+		if [ $$rc -ne 0 ] || grep -E 'warning:|error:' $$d.log; then \
+			echo "bbrx: build against $$k failed or warned" >&2; exit 1; fi; \
+	done
+
+# The functional selftests on every other bootable pinned build
+# (scripts/lane.sh), before the main run so that its summary stays last.
+LANE_TESTS := bbrx_sysctl.sh bbrx_kern_sock.sh hook_refusal.sh \
+	      hook_live_state.sh hook_delack.sh
+check-lanes: vm-build
+	@for n in $$($(ROOT)/scripts/vm-kver --list boot | awk -v d=$(VM_KVER) '$$2 != d { print $$1 }'); do \
+		$(ROOT)/scripts/lane.sh $$n $(LANE_TESTS) || exit 1; \
+	done
 
 # hook_cost.sh in a VM whose clock counts instructions (selftests/Makefile,
 # TEST_PROGS_ICOUNT says why).
 check-cost: vm-build
-	$(ROOT)/scripts/vm-run --icount --timeout 2400 -- KSFT_FAIL_ON_SKIP=1 make run_icount
+	$(VM_RUN) --icount --timeout 2400 -- KSFT_FAIL_ON_SKIP=1 make run_icount
 
-# check-bench and check-cost before the selftests, so that their runner's
+# check-bench, check-cost and check-lanes before the selftests, so that their runner's
 # "N passed, N failed" line stays the last one.
-check: check-version check-style check-sparse check-dkms check-rt vm-build check-bench check-cost
-	$(ROOT)/scripts/vm-run -- KSFT_FAIL_ON_SKIP=1 make run_tests
+check: check-version check-style check-sparse check-dkms check-compile vm-build check-bench check-cost check-lanes
+	$(VM_RUN) -- KSFT_FAIL_ON_SKIP=1 make run_tests

@@ -18,17 +18,23 @@ set -euo pipefail
 QEMU_MIN=1:10
 
 PKGS=(
-	# VM runner: emulator, the guest kernel and the host tools copied into
-	# the guest's initramfs
-	qemu-system-x86 linux-image-cloud-amd64 cpio zstd xz-utils kmod
+	# VM runner: emulator and the host tools copied into the guest's
+	# initramfs
+	qemu-system-x86 cpio zstd xz-utils kmod
 	iperf3 iproute2 ethtool jq tcpdump iputils-ping procps util-linux
-	# building the module (cloud = VM target; rt = PREEMPT_RT compile check)
-	make gcc linux-headers-cloud-amd64 linux-headers-rt-amd64 dkms
+	# building the module
+	make gcc dkms
 	# static checks: sparse, and checkpatch.pl from the kernel source
 	sparse linux-source-6.1
 	# benchmark plots
 	gnuplot-nox
 )
+# The pinned kernel builds (scripts/kernels.conf): image and headers of the
+# ones the VM boots, headers of the compile-only ones.
+while read -r _ rel lane; do
+	PKGS+=("linux-headers-$rel")
+	[[ $lane == boot ]] && PKGS+=("linux-image-$rel")
+done < <("$(dirname "$(readlink -f "$0")")/vm-kver" --list)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,0 +1,33 @@
+#!/bin/bash
+# lane.sh - run selftests on another pinned kernel build.
+#
+# Usage: scripts/lane.sh NAME TEST...
+#
+# Builds tcp_bbrx.ko and the selftests' helper module (kern_sock/) against
+# the headers of kernel build NAME (scripts/kernels.conf, e.g. cloud-6.12)
+# in a staged copy under .cache/lane-NAME (W=1: any warning fails), boots
+# that kernel in the VM and runs the given selftests there with the
+# kselftest runner. The selftests' user-space helpers come from the tree
+# (make vm-build builds them; they do not depend on the kernel).
+set -euo pipefail
+
+REPO=$(dirname "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")")
+[[ $# -ge 2 ]] || { sed -n 's/^# \{0,1\}//; 2,/^$/p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+name=$1; shift
+rel=$("$REPO/scripts/vm-kver" "$name")
+kdir=/usr/src/linux-headers-$rel
+stage=$REPO/.cache/lane-$name
+
+rm -rf "$stage"
+mkdir -p "$stage"
+cp -r "$REPO/Kbuild" "$REPO/module" "$REPO/include" "$REPO/selftests" "$stage/"
+for m in "$stage" "$stage/selftests/kern_sock"; do
+	make -C "$kdir" M="$m" W=1 modules 2>&1 | tee "$m/build.log"
+	if grep -E 'warning:|error:' "$m/build.log"; then
+		echo "lane.sh: warnings building $m against $rel" >&2
+		exit 1
+	fi
+done
+echo "lane.sh: $name ($rel): ${*}"
+VM_KVER=$rel "$REPO/scripts/vm-run" --ko "$stage/tcp_bbrx.ko" \
+	--dir "$stage/selftests" -- "KSFT_FAIL_ON_SKIP=1 ./ksft_runner.sh $*"

@@ -52,7 +52,7 @@ OTHER_KVERS = $(filter-out $(VM_KVER),$(shell $(ROOT)/scripts/vm-kver --list | c
 CACHE := $(ROOT)/.cache
 KBUILD_OPTS := W=1
 
-.PHONY: all modules clean install load unload deps vm-build demo check \
+.PHONY: all modules clean install load unload deps update-kernels vm-build demo check \
 	check-style check-sparse check-dkms check-compile check-lanes check-version \
 	bench check-bench check-cost
 
@@ -78,6 +78,10 @@ unload:
 
 deps:
 	@$(ROOT)/scripts/deps.sh
+
+# Move the kernel pins to the newest builds and re-run make check.
+update-kernels:
+	$(ROOT)/scripts/update-kernels
 
 # Build for the kernel the VM boots, whatever KDIR says.
 vm-build: deps

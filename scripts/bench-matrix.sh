@@ -25,7 +25,7 @@ BENCH_SCENARIOS="bottleneck gso2 fair autocork tsq rcvbuf delack"
 
 # bench_boots: the VM boots, one line each, the scenarios of a boot
 # separated by commas.  One scenario per boot in the full run, so that a
-# guest hang (README, "Guest hangs") costs one scenario; QUICK saves
+# guest hang (README, "Known problems") costs one scenario; QUICK saves
 # boots: the hook-free scenarios together, autocork alone, the other hook
 # scenarios together.
 bench_boots()

@@ -7,7 +7,7 @@
 # installs only the missing packages. Needs root (or sudo) for that step.
 #
 # QEMU: bookworm's 7.2 hangs multi-threaded TCG guests when the guest kernel
-# patches its own text under load (README, "Guest hangs": a vCPU keeps
+# patches its own text under load (README, "Known problems": a vCPU keeps
 # running a stale translation of a patch site). On bookworm this script adds
 # the bookworm-backports suite (Debian's own archive) and installs
 # qemu-system-x86 >= 10 from it; elsewhere, or if that fails (a warning,

@@ -22,8 +22,8 @@
 # NIC the guest CPU caps a one-MSS-per-skb flow at 20-35 Mbit/s.  Why the
 # bottleneck: without one the emulated CPU is the limit and single runs
 # spread 45-103 Mbit/s within a mode, so per-RTT ratios swung 0.75-1.3
-# between runs of the same build (session 3: 0 ms 0.97, 10 ms 1.22, 25 ms
-# 1.28, 50 ms 0.88); at 50 Mbit/s the runs of a mode agree within ~2%.
+# between runs of the same build (2026-11-30, before commit dbdeba6: 0 ms
+# 0.97, 10 ms 1.22, 25 ms 1.28, 50 ms 0.88); at 50 Mbit/s the runs of a mode agree within ~2%.
 # Flows are short (4 s): the initial buffer only matters during the first
 # RTTs, before tcp_rcv_space_adjust() grows it; the receiver's Mbit/s in
 # the first second are reported next to the goodput.  One more RTT (50 ms)

@@ -8,6 +8,8 @@
 #   make demo            build for the VM kernel, boot it, print a comparison
 #   make check           style, sparse, W=1, DKMS and rt builds, the quick
 #                        bench (check-bench), selftests in the VM
+#   make check-debug     the selftests on a KASAN/KFENCE/lockdep/kmemleak
+#                        kernel built once per machine (slow; not in check)
 #   make bench           build, boot the VM, run the benchmark matrix: results/
 #                        (QUICK=1 a short subset, REPS=N repetitions)
 #   make clean
@@ -42,7 +44,7 @@ CACHE := $(ROOT)/.cache
 KBUILD_OPTS := W=1
 
 .PHONY: all modules clean install load unload deps vm-build demo check \
-	check-style check-sparse check-dkms check-rt check-version \
+	check-style check-sparse check-dkms check-rt check-version check-debug \
 	bench check-bench check-cost
 
 all: modules
@@ -113,6 +115,34 @@ check-rt: deps
 	cp -r $(ROOT)/Kbuild $(ROOT)/module $(ROOT)/include $(CACHE)/rt/
 	$(MAKE) -C $(RT_KDIR) M=$(CACHE)/rt W=1 modules 2>&1 | tee $(CACHE)/rt.log
 	@! grep -E 'warning:|error:' $(CACHE)/rt.log
+
+# The debug-kernel lane. scripts/debug-kernel.sh builds, once per machine
+# (cached outside the clone, BBRX_DEBUG_KERNEL_DIR), Debian's 6.1 with the
+# VM kernel's config plus KASAN, KFENCE, PROVE_LOCKING, DEBUG_ATOMIC_SLEEP,
+# DEBUG_OBJECTS and KMEMLEAK; bbrx is built for it in a staged copy (the
+# tree's tcp_bbrx.ko stays the cloud kernel's, as in check-rt); the VM runs
+# DEBUG_TESTS with BBRX_FUNCTIONAL=1 (throughput ratios are logged, not
+# asserted: a debug kernel under TCG is far too slow for them) and then
+# debug_report.sh (kernel log and kmemleak). Hours with every test, so not
+# in check or CI; DEBUG_TESTS= (empty) runs the whole suite.
+DEBUG_ENV := $(CACHE)/debug-kernel.env
+DEBUG_MOD := $(CACHE)/debug
+DEBUG_TESTS ?= bbrx_load.sh bbrx_sysctl.sh hook_refusal.sh hook_unload.sh \
+	       hook_autocork_semantics.sh hook_delack.sh hook_tsq.sh
+DEBUG_VM_MEM ?= 3072
+DEBUG_TIMEOUT ?= 14400
+DEBUG_TEST_TIMEOUT ?= 3600
+check-debug: deps
+	$(ROOT)/scripts/debug-kernel.sh --print-env >$(DEBUG_ENV).tmp && mv $(DEBUG_ENV).tmp $(DEBUG_ENV)
+	rm -rf $(DEBUG_MOD) && mkdir -p $(DEBUG_MOD)
+	cp -r $(ROOT)/Kbuild $(ROOT)/module $(ROOT)/include $(DEBUG_MOD)/
+	source $(DEBUG_ENV) && $(MAKE) -C $$DEBUG_KDIR M=$(DEBUG_MOD) modules
+	$(MAKE) -C $(ROOT)/selftests
+	source $(DEBUG_ENV) && export VM_KERNEL VM_MODDIR VM_KVER && \
+		VM_MEM=$(DEBUG_VM_MEM) VM_APPEND="log_buf_len=16M $(VM_APPEND)" \
+		$(ROOT)/scripts/vm-run --ko $(DEBUG_MOD)/tcp_bbrx.ko --timeout $(DEBUG_TIMEOUT) -- \
+		BBRX_FUNCTIONAL=1 KSFT_FAIL_ON_SKIP=1 KSFT_TIMEOUT=$(DEBUG_TEST_TIMEOUT) \
+		make run_debug DEBUG_TESTS="'$(DEBUG_TESTS)'"
 
 # hook_cost.sh in a VM whose clock counts instructions (selftests/Makefile,
 # TEST_PROGS_ICOUNT says why).

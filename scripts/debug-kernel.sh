@@ -205,7 +205,9 @@ else
 fi
 
 start=$SECONDS
-say "building bzImage + modules with nice -n $NICE make -j$JOBS (about 25 min on 2 cores; log: $CACHE/build.log)"
+# About 3000 objects: 25 min on an idle 2-core host, over 90 min at nice 19
+# next to busy VMs.
+say "building bzImage + modules with nice -n $NICE make -j$JOBS (25-100 min on 2 cores; log: $CACHE/build.log)"
 # Progress: one line a minute with the number of objects built so far.
 ( while sleep 60; do
 	say "  ... $(( (SECONDS - start) / 60 )) min, $(find "$TREE" -name '*.o' -newer "$CACHE/building" 2>/dev/null | wc -l) objects"

@@ -90,7 +90,7 @@ debug_no_kfence()
 debug_no_lockdep()
 {
 	RET=0
-	report_blocks 'possible (circular|recursive) locking|inconsistent lock state|irq lock inversion|bad unlock balance|held lock freed|lock held when returning|suspicious RCU usage|WARNING: .*lock|DEBUG_LOCKS_WARN_ON|non-static key|MAX_LOCKDEP|lockdep is turned off'
+	report_blocks 'possible (circular|recursive) locking|inconsistent lock state|irq lock inversion|bad unlock balance|held lock freed|lock held when returning|suspicious RCU usage|WARNING: .*lock|DEBUG_LOCKS_WARN_ON|non-static key|BUG: MAX_LOCK|lockdep is turned off'
 	log_test "no lockdep report"
 }
 

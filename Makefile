@@ -11,6 +11,8 @@
 #                        bench (check-bench), the functional selftests on
 #                        the other bootable kernels (check-lanes), all
 #                        selftests in the VM
+#   make check-debug     the selftests on a KASAN/KFENCE/lockdep/kmemleak
+#                        kernel built once per machine (slow; not in check)
 #   KVER=NAME            any VM target on another pinned kernel, e.g.
 #                        make demo KVER=cloud-6.12
 #   make bench           build, boot the VM, run the benchmark matrix: results/
@@ -53,7 +55,7 @@ CACHE := $(ROOT)/.cache
 KBUILD_OPTS := W=1
 
 .PHONY: all modules clean install load unload deps update-kernels vm-build demo check \
-	check-style check-sparse check-dkms check-compile check-lanes check-version \
+	check-style check-sparse check-dkms check-compile check-lanes check-version check-debug \
 	bench check-bench check-cost
 
 all: modules
@@ -144,6 +146,34 @@ check-lanes: vm-build
 	@for n in $$($(ROOT)/scripts/vm-kver --list boot | awk -v d=$(VM_KVER) '$$2 != d { print $$1 }'); do \
 		$(ROOT)/scripts/lane.sh $$n $(LANE_TESTS) || exit 1; \
 	done
+
+# The debug-kernel lane. scripts/debug-kernel.sh builds, once per machine
+# (cached outside the clone, BBRX_DEBUG_KERNEL_DIR), Debian's 6.1 with the
+# VM kernel's config plus KASAN, KFENCE, PROVE_LOCKING, DEBUG_ATOMIC_SLEEP,
+# DEBUG_OBJECTS and KMEMLEAK; bbrx is built for it in a staged copy (the
+# tree's tcp_bbrx.ko stays the cloud kernel's, as in check-compile); the VM runs
+# DEBUG_TESTS with BBRX_FUNCTIONAL=1 (throughput ratios are logged, not
+# asserted: a debug kernel under TCG is far too slow for them) and then
+# debug_report.sh (kernel log and kmemleak). Hours with every test, so not
+# in check or CI; DEBUG_TESTS= (empty) runs the whole suite.
+DEBUG_ENV := $(CACHE)/debug-kernel.env
+DEBUG_MOD := $(CACHE)/debug
+DEBUG_TESTS ?= bbrx_load.sh bbrx_sysctl.sh hook_refusal.sh hook_unload.sh \
+	       hook_autocork_semantics.sh hook_delack.sh hook_tsq.sh
+DEBUG_VM_MEM ?= 3072
+DEBUG_TIMEOUT ?= 14400
+DEBUG_TEST_TIMEOUT ?= 3600
+check-debug: deps
+	$(ROOT)/scripts/debug-kernel.sh --print-env >$(DEBUG_ENV).tmp && mv $(DEBUG_ENV).tmp $(DEBUG_ENV)
+	rm -rf $(DEBUG_MOD) && mkdir -p $(DEBUG_MOD)
+	cp -r $(ROOT)/Kbuild $(ROOT)/module $(ROOT)/include $(DEBUG_MOD)/
+	source $(DEBUG_ENV) && $(MAKE) -C $$DEBUG_KDIR M=$(DEBUG_MOD) modules
+	$(MAKE) -C $(ROOT)/selftests
+	source $(DEBUG_ENV) && export VM_KERNEL VM_MODDIR VM_KVER && \
+		VM_MEM=$(DEBUG_VM_MEM) VM_APPEND="log_buf_len=16M $(VM_APPEND)" \
+		$(ROOT)/scripts/vm-run --ko $(DEBUG_MOD)/tcp_bbrx.ko --timeout $(DEBUG_TIMEOUT) -- \
+		BBRX_FUNCTIONAL=1 KSFT_FAIL_ON_SKIP=1 KSFT_TIMEOUT=$(DEBUG_TEST_TIMEOUT) \
+		make run_debug DEBUG_TESTS="'$(DEBUG_TESTS)'"
 
 # hook_cost.sh in a VM whose clock counts instructions (selftests/Makefile,
 # TEST_PROGS_ICOUNT says why).

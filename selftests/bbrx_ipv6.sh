@@ -57,11 +57,11 @@ ipv6_flow()
 	in_range "$mrtt" "$PATH_RTT" $((PATH_RTT + 10))
 	check_err $? "mrtt $mrtt ms on a $PATH_RTT ms path"
 	in_range "$bw" 70 110
-	check_err $? "bw $bw Mbit/s on a $PATH_RATE Mbit/s bottleneck"
+	check_ratio $? "bw $bw Mbit/s on a $PATH_RATE Mbit/s bottleneck"
 	# IPv6 headers leave 1428 of 1514 bytes per frame for payload.
 	lo=$(calc "0.85 * $PATH_RATE * 1428 / 1514")
 	fcmp "$gp" '>=' "$lo"
-	check_err $? "goodput $gp Mbit/s < $lo (85% of the IPv6 limit)"
+	check_ratio $? "goodput $gp Mbit/s < $lo (85% of the IPv6 limit)"
 	log_test "IPv6 bbrx flow through the router" "goodput $gp Mbit/s, bw $bw, mrtt $mrtt"
 }
 

@@ -177,7 +177,7 @@ app_limited()
 		"(bulk flow: AppLimited+${BULK_APPLIMITED:-?})"
 
 	in_range "$gp" "$(calc "0.9 * $APP_RATE")" "$(calc "1.05 * $APP_RATE")"
-	check_err $? "bbrx goodput $gp Mbit/s for an app rate of $APP_RATE Mbit/s"
+	check_ratio $? "bbrx goodput $gp Mbit/s for an app rate of $APP_RATE Mbit/s"
 	lo=$(calc "0.8 * $APP_RATE")
 	hi=$(calc "0.6 * $PATH_RATE")
 	in_range "$bw" "$lo" "$hi"
@@ -232,7 +232,7 @@ loss_recovery()
 	check_err $? "no retransmits with ${LOSS_PCT}% loss"
 	lo=$(calc "0.5 * $PATH_GOODPUT_MAX")
 	fcmp "$gp" '>=' "$lo"
-	check_err $? "goodput $gp Mbit/s < $lo (50% of the limit) with ${LOSS_PCT}% loss"
+	check_ratio $? "goodput $gp Mbit/s < $lo (50% of the limit) with ${LOSS_PCT}% loss"
 	log_test "per-packet loss drives recovery, flow keeps going" \
 		"RecoveryEnter +$d_rec, goodput $gp Mbit/s"
 	path_bottleneck 1

@@ -197,7 +197,7 @@ ac_bytes_per_segment()
 ac_throughput()
 {
 	fcmp "${GP[1]}" '>=' "$(calc "1.3 * ${GP[2]}")"
-	check_err $? "goodput post ${GP[1]} < 1.3 x pre ${GP[2]} Mbit/s"
+	check_ratio $? "goodput post ${GP[1]} < 1.3 x pre ${GP[2]} Mbit/s"
 	log_test "goodput: post-change >= 1.3x pre-change" \
 		"${GP[1]} vs ${GP[2]} Mbit/s, ratio $(calc "${GP[1]} / ${GP[2]}")"
 }

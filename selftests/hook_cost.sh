@@ -142,7 +142,7 @@ cost_policy0()
 
 	r=${RATIO[pol0]}
 	fcmp "$r" '>=' 0.97
-	check_err $? "policies 0: ${GP[pol0]} Mbit/s = $r x without the module (${GP[nomod]})"
+	check_ratio $? "policies 0: ${GP[pol0]} Mbit/s = $r x without the module (${GP[nomod]})"
 	log_test "policies 0 cost <= 3%" "${GP[pol0]} vs ${GP[nomod]} Mbit/s, ratio $r"
 }
 
@@ -152,7 +152,7 @@ cost_policy1()
 
 	r=${RATIO[pol1]}
 	fcmp "$r" '>=' 0.95
-	check_err $? "policies 1: ${GP[pol1]} Mbit/s = $r x without the module (${GP[nomod]})"
+	check_ratio $? "policies 1: ${GP[pol1]} Mbit/s = $r x without the module (${GP[nomod]})"
 	log_test "policies 1 cost <= 5%" "${GP[pol1]} vs ${GP[nomod]} Mbit/s, ratio $r"
 }
 

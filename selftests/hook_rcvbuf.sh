@@ -433,17 +433,17 @@ rcv_no_regression()
 	gm=$(for row in $RTTS $S0_ID; do echo "${RATIO[$row]}"; done |
 		awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "%.3f", exp(s / n); else print 0 }')
 	fcmp "$gm" '>=' 0.97
-	check_err $? "geometric mean of per_mss/kernel goodput ratios $gm < 0.97"
+	check_ratio $? "geometric mean of per_mss/kernel goodput ratios $gm < 0.97"
 	for row in $RTTS $S0_ID; do
 		r=${RATIO[$row]}
 		fcmp "$r" '>=' 0.90 || worst+=" $row ms: $r;"
 		fcmp "$r" '>=' 1.10 && gains+=" $row ms (${r}x)"
 	done
 	[[ -z $worst ]]
-	check_err $? "per_mss more than 10% below kernel at:$worst"
+	check_ratio $? "per_mss more than 10% below kernel at:$worst"
 	for row in $GAIN_RTTS; do
 		fcmp "${RATIO[$row]:-0}" '>=' 1.10
-		check_err $? "no >= 10% gain at $row ms (BBRX_RCVBUF_GAIN_RTTS): ${RATIO[$row]:-none}"
+		check_ratio $? "no >= 10% gain at $row ms (BBRX_RCVBUF_GAIN_RTTS): ${RATIO[$row]:-none}"
 	done
 	if [[ -n $gains ]]; then
 		log_info "per_mss >= 10% above kernel at:$gains (asserted only at BBRX_RCVBUF_GAIN_RTTS='$GAIN_RTTS')"

@@ -131,7 +131,7 @@ tsq_hook_installed()
 tsq_post_goodput()
 {
 	fcmp "${GP[1]}" '>=' "$(calc "0.93 * $LIMIT")"
-	check_err $? "post-change goodput ${GP[1]} < 93% of $LIMIT Mbit/s"
+	check_ratio $? "post-change goodput ${GP[1]} < 93% of $LIMIT Mbit/s"
 	log_test "post-change goodput >= 93% of the limit" "${GP[1]} of $LIMIT Mbit/s"
 }
 
@@ -141,10 +141,10 @@ tsq_post_vs_pre()
 
 	r=$(calc "${GP[1]} / ${GP[2]}")
 	fcmp "${GP[1]}" '>=' "$(calc "0.97 * ${GP[2]}")"
-	check_err $? "post-change ${GP[1]} below pre-change ${GP[2]} Mbit/s by more than 3%"
+	check_ratio $? "post-change ${GP[1]} below pre-change ${GP[2]} Mbit/s by more than 3%"
 	if [[ ${BBRX_TSQ_STRICT:-0} -eq 1 ]]; then
 		fcmp "${GP[1]}" '>=' "$(calc "1.05 * ${GP[2]}")"
-		check_err $? "post-change ${GP[1]} < 1.05 x pre-change ${GP[2]} Mbit/s (report's margin)"
+		check_ratio $? "post-change ${GP[1]} < 1.05 x pre-change ${GP[2]} Mbit/s (report's margin)"
 	else
 		fcmp "$r" '>=' 1.05 ||
 			log_info "NOT REPRODUCED: the report's >= 5% gain of post over pre (ratio $r); see the header"

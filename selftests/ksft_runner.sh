@@ -3,7 +3,7 @@
 #
 # Minimal kselftest runner: runs each test given on the command line, prints
 # TAP 13 (the test's own output indented as "# " diagnostics), treats exit 4
-# as skip and a timeout (from ./settings) as failure, and ends with the line
+# as skip and a timeout (from ./settings, or KSFT_TIMEOUT) as failure, and ends with the line
 # "N passed, N failed[, N skipped]".  Exits 1 if any test failed.
 
 cd "$(dirname "$0")" || exit 1
@@ -15,6 +15,8 @@ if [[ -r settings ]]; then
 		[[ $key == timeout ]] && timeout=$val
 	done < <(grep -v '^#' settings)
 fi
+# make check-debug: a debug kernel under TCG needs more than ./settings.
+[[ ${KSFT_TIMEOUT:-} =~ ^[1-9][0-9]*$ ]] && timeout=$KSFT_TIMEOUT
 
 tests=("$@")
 [[ ${#tests[@]} -gt 0 ]] || { echo "usage: $0 TEST..." >&2; exit 2; }

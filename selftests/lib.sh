@@ -28,6 +28,10 @@
 #   BBRX_KO      path of tcp_bbrx.ko to insmod if modprobe cannot find it
 #   BBRX_REPS    repetitions for medians (default 3)
 #   BBRX_VERBOSE 1 = dump raw samples on failure
+#   BBRX_FUNCTIONAL 1 = throughput/goodput/rate assertions (check_ratio) are
+#                logged, not asserted (make check-debug: a debug kernel
+#                under TCG is too slow for them); counters and mechanisms
+#                are still asserted
 
 ksft_skip=4
 
@@ -145,6 +149,18 @@ check_fail()
 		RET=1
 		retmsg=$msg
 	fi
+}
+
+# check_ratio ERR MSG: check_err for an assertion on throughput, goodput or
+# a rate measured from them. With BBRX_FUNCTIONAL=1 a failure is only
+# logged: the debug-kernel lane asserts functional outcomes only.
+check_ratio()
+{
+	if [[ ${BBRX_FUNCTIONAL:-0} -eq 1 ]]; then
+		[[ $1 -eq 0 ]] || log_info "not asserted (BBRX_FUNCTIONAL=1): $2"
+		return 0
+	fi
+	check_err "$@"
 }
 
 log_test()

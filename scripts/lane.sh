@@ -21,6 +21,9 @@ stage=$REPO/.cache/lane-$name
 rm -rf "$stage"
 mkdir -p "$stage"
 cp -r "$REPO/Kbuild" "$REPO/module" "$REPO/include" "$REPO/selftests" "$stage/"
+# objects the tree built for the default kernel
+find "$stage" \( -name '*.o' -o -name '*.ko' -o -name '*.mod' -o -name '*.mod.c' \
+	-o -name '.*.cmd' -o -name Module.symvers -o -name modules.order \) -delete
 for m in "$stage" "$stage/selftests/kern_sock"; do
 	make -C "$kdir" M="$m" W=1 modules 2>&1 | tee "$m/build.log"
 	if grep -E 'warning:|error:' "$m/build.log"; then

@@ -71,7 +71,7 @@ deps:
 # Build for the kernel the VM boots, whatever KDIR says.
 vm-build: deps
 	$(MAKE) KDIR=$(VM_KDIR) modules
-	$(MAKE) -C $(ROOT)/selftests
+	$(MAKE) -C $(ROOT)/selftests KDIR=$(VM_KDIR)
 
 # The demo runs next to the selftests' lib.sh in a staged copy.
 demo: vm-build

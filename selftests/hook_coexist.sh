@@ -8,7 +8,7 @@
 # tcp_init_transfer, tcp_event_data_recv).  These are ftrace-based kprobes
 # without IPMODIFY, so they share a function with bbrx's redirects.  Both
 # orders, each with a cubic background flow running across bbrx's load and
-# unload (back-to-back 3 s flows) and scope=1 with every policy non-zero (sender autocork 1, tsq 1;
+# unload (back-to-back 2 s flows) and scope=1 with every policy non-zero (sender autocork 1, tsq 1;
 # receiver rcvbuf 1, delack 1), plus a foreground flow while bbrx acts:
 #   events first: events, then bbrx loads, acts, unloads;
 #   bbrx first:   bbrx, then the events, bbrx acts, the events are removed
@@ -71,9 +71,9 @@ KLP=klp_tcp_push
 KLP_KO=$LIB_DIR/klp_tcp_push/klp_tcp_push.ko
 KLP_SYS=/sys/kernel/livepatch/$KLP
 BG_PORT=5202
-BG_SECS=3
+BG_SECS=2
 BG_PID=
-FLOW_SECS=2
+FLOW_SECS=1
 
 ##############################################################################
 # tracefs

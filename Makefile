@@ -88,8 +88,7 @@ update-kernels:
 # Build for the kernel the VM boots, whatever KDIR says.
 vm-build: deps
 	$(MAKE) KDIR=$(VM_KDIR) modules
-	$(MAKE) -C $(ROOT)/selftests
-	$(MAKE) -C $(VM_KDIR) M=$(ROOT)/selftests/kern_sock W=1 modules
+	$(MAKE) -C $(ROOT)/selftests KDIR=$(VM_KDIR)
 
 # The demo runs next to the selftests' lib.sh in a staged copy.
 demo: vm-build

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Runs the kernel's checkpatch.pl (from Debian's linux-source-6.1 tarball,
-# extracted once into .cache/) in --strict mode on the module's sources.
+# extracted once into .cache/) in --strict mode on the module's sources and
+# the kernel module the selftests build (selftests/klp_tcp_push/).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=$root/.cache/checkpatch
@@ -19,5 +20,6 @@ fi
 cd "$root"
 # shellcheck disable=SC2046
 "$cache/scripts/checkpatch.pl" --strict --no-tree --quiet --show-types \
-	-f $(git ls-files 'module/*.[ch]' 'include/*.h' 2>/dev/null || ls module/*.[ch] include/*.h include/uapi/*.h)
+	-f $(git ls-files 'module/*.[ch]' 'include/*.h' 'selftests/*/*.c' 2>/dev/null ||
+	     ls module/*.[ch] include/*.h include/uapi/*.h selftests/klp_*/*.c)
 echo "checkpatch: clean"

@@ -140,24 +140,18 @@ static inline bool bbrx_indirect_call_ok(unsigned long addr)
  * scaling_ratio to tcp_sock" and follow-ups); Debian's 6.12 (6.12.117) also
  * subtracts what still waits in the receive queue, in a signed int. Both
  * come with the header probe BBRX_HAVE_TCP_SPACE_FROM_WIN; a 6.6+ build
- * without the subtraction would differ from bbrx's mode 1 there.
+ * without the subtraction would differ from bbrx's mode 1 there. 6.1 counts
+ * in a u32, 6.12 in an int: the s64 keeps either value.
  */
-#ifdef BBRX_HAVE_TCP_SPACE_FROM_WIN
-typedef int bbrx_copied_t;
-
-static inline bbrx_copied_t bbrx_rcvq_copied(const struct tcp_sock *tp)
+static inline s64 bbrx_rcvq_copied(const struct tcp_sock *tp)
 {
+#ifdef BBRX_HAVE_TCP_SPACE_FROM_WIN
 	int copied = tp->copied_seq - tp->rcvq_space.seq;
 
 	return copied - (int)(tp->rcv_nxt - tp->copied_seq);
-}
 #else
-typedef u32 bbrx_copied_t;
-
-static inline bbrx_copied_t bbrx_rcvq_copied(const struct tcp_sock *tp)
-{
-	return tp->copied_seq - tp->rcvq_space.seq;
-}
+	return (u32)(tp->copied_seq - tp->rcvq_space.seq);
 #endif
+}
 
 #endif /* _BBRX_COMPAT_H */

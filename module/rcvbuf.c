@@ -188,8 +188,8 @@ void bbrx_rcvbuf_space_adjust(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct net *net = sock_net(sk);
-	bbrx_copied_t copied;
 	u32 prev, rtt_us8;
+	s64 copied;
 	u64 now_ns, win;
 	int rcvbuf;
 
@@ -205,12 +205,12 @@ void bbrx_rcvbuf_space_adjust(struct sock *sk)
 
 	copied = bbrx_rcvq_copied(tp);
 	prev = tp->rcvq_space.space;
-	/* unsigned, as the kernel's comparison is in both versions */
+	/* 32-bit unsigned, as the kernel compares and subtracts in both */
 	if ((u32)copied > prev) {
 		if (READ_ONCE(net->ipv4.sysctl_tcp_moderate_rcvbuf) && prev &&
 		    tp->advmss) {
 			win = 2ULL * copied + 16ULL * tp->advmss;
-			win += 2 * div_u64(win * (copied - prev), prev);
+			win += 2 * div_u64(win * (u32)(copied - prev), prev);
 			win = div_u64(win, tp->advmss) *
 			      bbrx_rcvbuf_seg_mem(sk, tp);
 			rcvbuf = min_t(u64, win,

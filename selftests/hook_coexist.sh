@@ -78,6 +78,20 @@ FLOW_SECS=1
 ##############################################################################
 # tracefs
 
+# unload_then_events W: rmmod bbrx, the background flow completes, only the
+# events are left on the functions and they still fire; then remove them.
+unload_then_events()
+{
+	local w=$1
+
+	unload_ok "$w"
+	bg_flow_wait "$w"
+	ef_check_events_only "$w"
+	events_after_unload "$w"
+	events_del
+	check_err $? "$w: kprobe events could not be removed"
+}
+
 tracefs_find()
 {
 	local d
@@ -354,12 +368,7 @@ events_first()
 	events_hits "$TMPD/h1"
 	events_fired "$TMPD/h0" "$TMPD/h1" "$w, bbrx acting"
 	log_info "$w: bbrx acting: counters $ACT_SUMMARY; event hits $EV_SUMMARY"
-	unload_ok "$w"
-	bg_flow_wait "$w"
-	ef_check_events_only "$w"
-	events_after_unload "$w"
-	events_del
-	check_err $? "$w: kprobe events could not be removed"
+	unload_then_events "$w"
 	log_info "$w: after rmmod: event hits $AFTER_SUMMARY; $BG_SUMMARY across load and unload"
 	log_test "kprobe events first, then bbrx loads, acts, unloads: events keep firing, nothing of bbrx left"
 }
@@ -395,12 +404,7 @@ bbrx_first()
 	events_add
 	check_err $? "$w: kprobe events could not be added again"
 
-	unload_ok "$w"
-	bg_flow_wait "$w"
-	ef_check_events_only "$w"
-	events_after_unload "$w"
-	events_del
-	check_err $? "$w: kprobe events could not be removed"
+	unload_then_events "$w"
 	ef_lines >"$TMPD/ef.txt"
 	[[ ! -s $TMPD/ef.txt ]]
 	check_err $? "$w: enabled_functions not empty of the five functions at the end: $(tr '\n' ';' <"$TMPD/ef.txt")"

@@ -26,8 +26,10 @@
 #   - after the asynchronous cleanup, the net_namespace slab is back to its
 #     count after a warm-up round of PAR netns that did the same (exact: the
 #     cache is shrunk before each read, so per-cpu slabs do not hide free
-#     objects; on a fresh boot the first netns lifecycles leave one object
-#     in use for good, with or without tcp_bbrx, hence the warm-up), the
+#     objects; on a fresh boot the first netns lifecycles leave one or two
+#     objects in use, with or without tcp_bbrx: a plain `ip netns add a;
+#     ip netns del a` leaves 1, later 3 netns 2, 10 more 1 again; hence the
+#     warm-up, and a slack of one object, never more), the
 #     lazy hooks' armed= is back to its start value, tcp_bbrx's reference
 #     count is back to its start value, and rmmod then succeeds;
 #   - memory balances: from after the warm-up to after the churn, caches
@@ -167,6 +169,7 @@ declare -a UP_BAD=()
 ARMED_SEEN_BAD=
 NS_START=
 NS_BOOT=
+NS_SLACK=1
 REF_START=
 ARMED_START=
 MEM_BASE=
@@ -244,7 +247,7 @@ wait_netns_freed()
 {
 	local t0=$SECONDS o max=${1:-$CLEANUP_WAIT}
 
-	while o=$(netns_objects); ((o > NS_START && SECONDS - t0 < max)); do
+	while o=$(netns_objects); ((o > NS_START + NS_SLACK && SECONDS - t0 < max)); do
 		(((SECONDS - t0) % 20 == 19)) &&
 			log_info "$((SECONDS - t0))s: net_namespace objects $o, $(grep -h '^TCP:' /proc/net/sockstat)"
 		sleep 1
@@ -284,7 +287,9 @@ measure()
 	churn_round $((NETNS + 1000)) "$PAR"
 	wait_late $((NETNS + 1000)) $((NETNS + 1000 + PAR - 1))
 	NS_START=$NS_BOOT
+	NS_SLACK=0
 	wait_netns_freed 30
+	NS_SLACK=1
 	NS_START=$(netns_objects)
 	MEM_BASE=$(mem_settle)
 	log_info "start: net_namespace objects $NS_BOOT before / $NS_START after the warm-up round of $PAR netns, tcp_bbrx refcnt $REF_START, armed '$ARMED_START'"
@@ -298,7 +303,12 @@ measure()
 	wait_late 0 $((NETNS - 1))
 	wait_netns_freed
 	WAIT_TIME=$((SECONDS - t0))
-	NS_END=$(netns_objects)
+	# The slack object, if any, usually goes within seconds.
+	for ((n = 0; n < 10; n++)); do
+		NS_END=$(netns_objects)
+		((NS_END <= NS_START)) && break
+		sleep 1
+	done
 	MEM_END=$(mem_settle)
 	echo "# netns: $NETNS created and deleted ($PAR at a time, 3 flows each, policies set) in ${CHURN_TIME}s; cleanup done ${WAIT_TIME}s later"
 }
@@ -340,13 +350,13 @@ churn_late_writes_refused()
 churn_netns_freed()
 {
 	echo "# net_namespace objects: $NS_START after the warm-up, $NS_END after the churn's cleanup (${WAIT_TIME}s, limit ${CLEANUP_WAIT}s)"
-	((NS_END <= NS_START))
+	((NS_END <= NS_START + NS_SLACK))
 	check_err $? "net_namespace objects $NS_START -> $NS_END after ${WAIT_TIME}s: netns not freed"
-	if ((NS_END > NS_START)); then
+	if ((NS_END > NS_START + NS_SLACK)); then
 		echo "# processes outside the initial net/mount namespace: $(netns_holders | tr '\n' ' ')"
 		echo "# $(grep -h -E '^(sockets|TCP):' /proc/net/sockstat | tr '\n' ' ')"
 	fi
-	log_test "every deleted netns freed (net_namespace slab back to its start)"
+	log_test "every deleted netns freed (net_namespace slab back to its start, +-1)"
 }
 
 churn_hooks_and_module_released()

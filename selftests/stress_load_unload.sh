@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Stress: tcp_bbrx loaded and unloaded CYCLES times (8; BBRX_STRESS_FULL=1:
+# Stress: tcp_bbrx loaded and unloaded CYCLES times (4; BBRX_STRESS_FULL=1:
 # 100) under 8 cubic flows (iperf3 -P 8, 8 KiB writes, TCP_NODELAY, in
-# back-to-back batches of 20 s), issue 13.
+# back-to-back batches of 10 s), issue 13.
 #
 # Cycle i:
 #   1. load, rotating three ways: modprobe; the kernel's on-demand load
@@ -42,9 +42,9 @@ source "$(dirname "$0")/lib_hooks.sh"
 if [[ ${BBRX_STRESS_FULL:-0} == 1 ]]; then
 	CYCLES=${BBRX_LU_CYCLES:-100}
 else
-	CYCLES=${BBRX_LU_CYCLES:-8}
+	CYCLES=${BBRX_LU_CYCLES:-4}
 fi
-BATCH=20
+BATCH=10
 FLOWS=8
 HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
 ALL_INSTALLED=installed/installed/installed/installed/installed

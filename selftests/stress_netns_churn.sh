@@ -4,7 +4,7 @@
 # Stress: network namespaces with bbrx state created and deleted while
 # flows run in them (issue 13).
 #
-# NETNS namespaces (40; BBRX_STRESS_FULL=1: 200), PAR at a time (4).  Each
+# NETNS namespaces (24; BBRX_STRESS_FULL=1: 200), PAR at a time (4).  Each
 # gets: lo up, net.ipv4.tcp_congestion_control=bbrx (a module reference),
 # scope 1 and policies by its index N (autocork N%4, tsq N%3, rcvbuf N%2,
 # delack N%3), a discard sink on the loopback and three flows into it
@@ -56,7 +56,7 @@ source "$(dirname "$0")/lib_hooks.sh"
 if [[ ${BBRX_STRESS_FULL:-0} == 1 ]]; then
 	NETNS=${BBRX_CHURN_NETNS:-200}
 else
-	NETNS=${BBRX_CHURN_NETNS:-40}
+	NETNS=${BBRX_CHURN_NETNS:-24}
 fi
 PAR=${BBRX_CHURN_PAR:-4}
 SLAB_TOL_KB=${BBRX_CHURN_SLAB_TOL_KB:-1024}

@@ -34,8 +34,11 @@
 #     count is back to its start value, and rmmod then succeeds;
 #   - memory balances: from after the warm-up to after the churn, caches
 #     dropped and every slab cache shrunk both times, SUnreclaim grows by
-#     at most BBRX_CHURN_SLAB_TOL_KB (1024) and Percpu by at most
-#     BBRX_CHURN_PCPU_TOL_KB (256).  A live netns of this test costs about
+#     at most BBRX_CHURN_SLAB_TOL_KB (1024; full form 2048) and Percpu by
+#     at most BBRX_CHURN_PCPU_TOL_KB (256).  Measured: +352..396 kB after
+#     40 netns, +1004 kB after 200 (kernel caches of the process, socket
+#     and qdisc churn: 200 plain netns with policies written, no flows,
+#     grow it by under 100 kB, module loaded or not).  A live netns of this test costs about
 #     0.5 MiB of slab (printed), so this catches leaked namespaces, sockets
 #     or devices; it cannot see a leak of the module's own per-netns state
 #     alone (about 2 KiB of slab and 136 bytes per CPU), which stays inside
@@ -55,11 +58,12 @@ source "$(dirname "$0")/lib_hooks.sh"
 
 if [[ ${BBRX_STRESS_FULL:-0} == 1 ]]; then
 	NETNS=${BBRX_CHURN_NETNS:-200}
+	SLAB_TOL_KB=${BBRX_CHURN_SLAB_TOL_KB:-2048}
 else
 	NETNS=${BBRX_CHURN_NETNS:-24}
+	SLAB_TOL_KB=${BBRX_CHURN_SLAB_TOL_KB:-1024}
 fi
 PAR=${BBRX_CHURN_PAR:-4}
-SLAB_TOL_KB=${BBRX_CHURN_SLAB_TOL_KB:-1024}
 PCPU_TOL_KB=${BBRX_CHURN_PCPU_TOL_KB:-256}
 CLEANUP_WAIT=${BBRX_CHURN_WAIT:-180}
 PORT=5401

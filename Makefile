@@ -171,7 +171,7 @@ check-debug: deps
 	source $(DEBUG_ENV) && export VM_KERNEL VM_MODDIR VM_KVER && \
 		VM_MEM=$(DEBUG_VM_MEM) VM_APPEND="log_buf_len=16M $(VM_APPEND)" \
 		$(ROOT)/scripts/vm-run --ko $(DEBUG_MOD)/tcp_bbrx.ko --timeout $(DEBUG_TIMEOUT) -- \
-		BBRX_FUNCTIONAL=1 KSFT_FAIL_ON_SKIP=1 KSFT_TIMEOUT=$(DEBUG_TEST_TIMEOUT) \
+		BBRX_FUNCTIONAL=1 BBRX_STRESS_FULL=1 KSFT_FAIL_ON_SKIP=1 KSFT_TIMEOUT=$(DEBUG_TEST_TIMEOUT) \
 		make run_debug DEBUG_TESTS="'$(DEBUG_TESTS)'"
 
 # hook_cost.sh in a VM whose clock counts instructions (selftests/Makefile,

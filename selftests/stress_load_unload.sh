@@ -1,0 +1,290 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Stress: tcp_bbrx loaded and unloaded CYCLES times (4; BBRX_STRESS_FULL=1:
+# 100) under 8 cubic flows (iperf3 -P 8, 8 KiB writes, TCP_NODELAY, in
+# back-to-back batches of 10 s), issue 13.
+#
+# Cycle i:
+#   1. load, rotating three ways: modprobe; the kernel's on-demand load
+#      when the router netns' default becomes bbrx (sysctl
+#      net.ipv4.tcp_congestion_control=bbrx); the on-demand load of
+#      setsockopt(TCP_CONGESTION, "bbrx") by a client that connects and
+#      closes;
+#   2. sender and receiver netns: scope 1 and the policies of level
+#      P = i % 4: autocork P, tsq min(P, 2), rcvbuf min(P, 1),
+#      delack min(P, 2) (P = 0: every policy at the kernel's behaviour);
+#   3. a bbrx socket (cc_setsockopt -H) connects to a sink on the receiver
+#      and stays open: rmmod must fail "in use" and leave the module and
+#      bbrx registered; the socket is closed;
+#   4. the router netns' default is (or becomes) bbrx: rmmod must fail "in
+#      use"; the default goes back to cubic;
+#   5. the hook counters of both netns are read: with P = 0 they must all be
+#      0 (no hook acts), with P > 0 the sender's and the receiver's must
+#      have moved (waiting up to 5 s; the receiver's RcvbufSized counts the
+#      socket of step 3);
+#   6. unload, alternating rmmod and modprobe -r (retried for up to 10 s
+#      while the closed sockets finish), with the policies still set (the
+#      redirects are live): must succeed, and bbrx must be gone from
+#      tcp_available_congestion_control.
+# Also asserts: every load installs all five hooks, every flow batch
+# completes with data on all 8 streams, dmesg clean.
+
+ALL_TESTS="
+	lu_cycles
+	lu_rmmod_refused_while_used
+	lu_hooks_follow_policies
+	lu_flows_complete
+"
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_hooks.sh"
+
+if [[ ${BBRX_STRESS_FULL:-0} == 1 ]]; then
+	CYCLES=${BBRX_LU_CYCLES:-100}
+else
+	CYCLES=${BBRX_LU_CYCLES:-4}
+fi
+BATCH=10
+FLOWS=8
+HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
+ALL_INSTALLED=installed/installed/installed/installed/installed
+AVAIL=/proc/sys/net/ipv4/tcp_available_congestion_control
+declare -a CYC_LOAD CYC_POL CYC_HOOKS CYC_SUM CYC_RSUM CYC_SOCK CYC_NSDEF
+LOAD_FAILS=
+UNLOAD_FAILS=
+SET_FAILS=
+REFUSED=0
+
+flows_loop()
+{
+	local k=0
+
+	while [[ ! -e $TMPD/stop ]]; do
+		ip netns exec "$SND" timeout $((BATCH + 60)) iperf3 -c "$RCV_IP4" \
+			-p "$IPERF_PORT" -P "$FLOWS" -t "$BATCH" -C cubic -l 8K -N -J \
+			>"$TMPD/flows-$k.json" 2>"$TMPD/flows-$k.err"
+		echo "$k $?" >>"$TMPD/flows.rc"
+		k=$((k + 1))
+	done
+}
+
+# sink_cc: the congestion control of the sender's established connection
+# to the sink (waits up to 10 s for one).
+sink_cc()
+{
+	local i line
+
+	for ((i = 0; i < 50; i++)); do
+		line=$({ echo "@ 0"; ip netns exec "$SND" ss -tinH state established \
+			"( dport = :$SINK_PORT )"; } | ss_parse | head -n 1)
+		if [[ -n $line ]]; then
+			sed -n 's/.* cc=\([a-z0-9_]*\).*/\1/p' <<<"$line"
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# rmmod_refused WHAT: rmmod must fail with "in use" and leave bbrx there.
+# Prints what went wrong, if anything.
+rmmod_refused()
+{
+	local out
+
+	out=$(rmmod tcp_bbrx 2>&1)
+	if ! bbrx_module_loaded; then
+		echo "rmmod succeeded with $1"
+		bbrx_load >/dev/null 2>&1
+		return 1
+	fi
+	[[ $out == *"in use"* ]] || { echo "rmmod with $1 said '$out', not 'in use'"; return 1; }
+	grep -qw bbrx "$AVAIL" || { echo "bbrx unregistered by a refused rmmod ($1)"; return 1; }
+	# Called in $(...): counted in a file.
+	echo "$1" >>"$TMPD/refused"
+	return 0
+}
+
+unload_with()
+{
+	local how=$1 i
+
+	for ((i = 0; i < 50; i++)); do
+		bbrx_module_loaded || return 0
+		if [[ $how == rmmod ]]; then
+			rmmod tcp_bbrx 2>/dev/null && return 0
+		else
+			modprobe -r tcp_bbrx 2>/dev/null && ! bbrx_module_loaded && return 0
+		fi
+		sleep 0.2
+	done
+	! bbrx_module_loaded
+}
+
+measure()
+{
+	local i p ac tsq rb dl m how lpid hpid cc err j sum rsum t0
+
+	bbrx_unload || UNLOAD_FAILS+=" initial"
+	: >"$TMPD/flows.rc"
+	: >"$TMPD/refusals"
+	: >"$TMPD/refused"
+	flows_loop &
+	lpid=$!
+	bg_track $lpid
+	sleep 2
+	t0=$SECONDS
+	for ((i = 0; i < CYCLES; i++)); do
+		p=$((i % 4))
+		ac=$p tsq=$((p < 2 ? p : 2)) rb=$((p < 1 ? p : 1)) dl=$((p < 2 ? p : 2))
+		CYC_POL[i]="a$ac/t$tsq/r$rb/d$dl"
+		m=$((i % 3))
+		case $m in
+		0) CYC_LOAD[i]=modprobe
+		   bbrx_load 2>>"$TMPD/load.err" ;;
+		1) CYC_LOAD[i]=ns-default
+		   ns_sysctl "$RTR" net.ipv4.tcp_congestion_control=bbrx 2>>"$TMPD/load.err" ;;
+		2) CYC_LOAD[i]=setsockopt
+		   cc=$(ip netns exec "$SND" "$LIB_DIR/cc_setsockopt" bbrx "$RCV_IP4" \
+			"$SINK_PORT" 100000 2>>"$TMPD/load.err")
+		   [[ $cc == bbrx ]] || echo "setsockopt load: cc '$cc'" >>"$TMPD/load.err" ;;
+		esac
+		if ! bbrx_module_loaded; then
+			LOAD_FAILS+=" $i(${CYC_LOAD[i]})"
+			continue
+		fi
+		# Only the socket of step 3 may hold the module there.
+		((m == 1)) && ns_sysctl "$RTR" net.ipv4.tcp_congestion_control=cubic
+		CYC_HOOKS[i]=$(hook_states $HOOKS)
+		{ bbrx_sysctl_set "$SND" scope 1 &&
+		  bbrx_sysctl_set "$SND" autocork "$ac" &&
+		  bbrx_sysctl_set "$SND" tsq "$tsq" &&
+		  bbrx_sysctl_set "$RCV" scope 1 &&
+		  bbrx_sysctl_set "$RCV" rcvbuf "$rb" &&
+		  bbrx_sysctl_set "$RCV" delack "$dl"; } 2>>"$TMPD/set.err" || SET_FAILS+=" $i"
+
+		# A bbrx socket holds the module.
+		ip netns exec "$SND" "$LIB_DIR/cc_setsockopt" -H 60 bbrx "$RCV_IP4" \
+			"$SINK_PORT" 1000000 >/dev/null 2>>"$TMPD/sock.err" &
+		hpid=$!
+		bg_track $hpid
+		cc=$(sink_cc)
+		CYC_SOCK[i]=${cc:-none}
+		if [[ $cc == bbrx ]]; then
+			err=$(rmmod_refused "a bbrx socket open") || echo "$i: $err" >>"$TMPD/refusals"
+		else
+			echo "$i: no established bbrx socket to the sink (cc '$cc')" >>"$TMPD/refusals"
+		fi
+		bg_kill $hpid
+
+		# A netns default holds the module.
+		ns_sysctl "$RTR" net.ipv4.tcp_congestion_control=bbrx
+		CYC_NSDEF[i]=$(ip netns exec "$RTR" sysctl -n net.ipv4.tcp_congestion_control)
+		err=$(rmmod_refused "a netns default bbrx") || echo "$i: $err" >>"$TMPD/refusals"
+		ns_sysctl "$RTR" net.ipv4.tcp_congestion_control=cubic
+
+		# The hooks act exactly when a policy asks.
+		sleep 1
+		for ((j = 0; j < 10; j++)); do
+			sum=$(hooks_counters_sum "$SND")
+			rsum=$(hooks_counters_sum "$RCV")
+			((p == 0)) && break
+			((sum > 0 && rsum > 0)) && break
+			sleep 0.5
+		done
+		CYC_SUM[i]=$sum
+		CYC_RSUM[i]=$rsum
+
+		how=rmmod
+		((i % 2)) && how=modprobe-r
+		if unload_with "$how"; then
+			grep -qw bbrx "$AVAIL" && UNLOAD_FAILS+=" $i(bbrx still available)"
+		else
+			UNLOAD_FAILS+=" $i($how: $(rmmod tcp_bbrx 2>&1))"
+		fi
+	done
+	CYC_TIME=$((SECONDS - t0))
+	REFUSED=$(wc -l <"$TMPD/refused")
+	touch "$TMPD/stop"
+	wait $lpid
+	bbrx_module_loaded || bbrx_load
+
+	echo "# cycles: $CYCLES load/unload cycles in ${CYC_TIME}s under $FLOWS cubic flows (iperf3 -P $FLOWS -l 8K -N, ${BATCH}s batches) over ${SND_IF}; rmmod refused while in use: $REFUSED times"
+	printf '# %-5s %-10s %-12s %-9s %-52s %s\n' cycle load policies "socket" "hooks (${HOOKS// //})" "send/receive hook counters"
+	for ((i = 0; i < CYCLES; i++)); do
+		printf '# %-5s %-10s %-12s %-9s %-52s %s\n' "$i" "${CYC_LOAD[i]:-}" "${CYC_POL[i]}" \
+			"${CYC_SOCK[i]:-}" "${CYC_HOOKS[i]:-not loaded}" "${CYC_SUM[i]:-}/${CYC_RSUM[i]:-}"
+	done
+}
+
+lu_cycles()
+{
+	[[ -z $LOAD_FAILS ]]
+	check_err $? "load failed in cycles:$LOAD_FAILS ($(head -c 200 "$TMPD/load.err"))"
+	[[ -z $UNLOAD_FAILS ]]
+	check_err $? "unload failed in cycles:$UNLOAD_FAILS"
+	[[ -z $SET_FAILS ]]
+	check_err $? "policy writes failed in cycles:$SET_FAILS ($(head -c 200 "$TMPD/set.err"))"
+	log_test "$CYCLES load (modprobe, netns default, setsockopt) / unload (rmmod, modprobe -r) cycles under $FLOWS flows" "${CYC_TIME}s"
+}
+
+lu_rmmod_refused_while_used()
+{
+	[[ ! -s $TMPD/refusals ]]
+	check_err $? "$(wc -l <"$TMPD/refusals") problem(s): $(head -n 3 "$TMPD/refusals" | tr '\n' ';')"
+	((REFUSED == 2 * CYCLES))
+	check_err $? "rmmod refused $REFUSED times, expected $((2 * CYCLES))"
+	log_test "rmmod fails 'in use' while a bbrx socket is open or a netns defaults to bbrx" "$REFUSED refusals"
+}
+
+lu_hooks_follow_policies()
+{
+	local i bad=
+
+	for ((i = 0; i < CYCLES; i++)); do
+		[[ -z ${CYC_HOOKS[i]:-} ]] && continue
+		[[ ${CYC_HOOKS[i]} == "$ALL_INSTALLED" ]] || bad+=" $i:hooks=${CYC_HOOKS[i]}"
+		if ((i % 4 == 0)); then
+			[[ ${CYC_SUM[i]} == 0 && ${CYC_RSUM[i]} == 0 ]] ||
+				bad+=" $i:counters ${CYC_SUM[i]}/${CYC_RSUM[i]} with every policy 0"
+		else
+			[[ ${CYC_SUM[i]:-0} -gt 0 && ${CYC_RSUM[i]:-0} -gt 0 ]] ||
+				bad+=" $i:counters ${CYC_SUM[i]}/${CYC_RSUM[i]} with policies ${CYC_POL[i]}"
+		fi
+	done
+	[[ -z $bad ]]
+	check_err $? "cycles where hooks were not installed or did not follow the policies:$bad"
+	log_test "all 5 hooks installed at every load; hook counters 0 at policy 0, moving otherwise"
+}
+
+lu_flows_complete()
+{
+	local k rc n nz bad= nb=0
+
+	while read -r k rc; do
+		nb=$((nb + 1))
+		n=$(jq '[.end.streams[]?] | length' "$TMPD/flows-$k.json" 2>/dev/null)
+		nz=$(jq '[.end.streams[]? | select(.receiver.bytes > 0)] | length' "$TMPD/flows-$k.json" 2>/dev/null)
+		if [[ $rc -ne 0 || $n != "$FLOWS" || $nz != "$FLOWS" ]]; then
+			bad+=" batch $k: exit $rc, $n streams, $nz with data ($(jq -r '.error // empty' "$TMPD/flows-$k.json" 2>/dev/null) $(head -c 100 "$TMPD/flows-$k.err"));"
+		fi
+	done <"$TMPD/flows.rc"
+	((nb > 0))
+	check_err $? "no flow batch ran"
+	[[ -z $bad ]]
+	check_err $? "flows that did not complete:$bad"
+	log_test "every flow completed ($nb batches of $FLOWS)"
+}
+
+require_command iperf3 jq ip ss modprobe rmmod
+require_bbrx
+require_hooks $HOOKS
+require_helper
+require_topo
+iperf3_server_start || exit 1
+sink_start || exit 1
+
+measure
+tests_run
+tests_done
+exit $EXIT_STATUS

@@ -6,7 +6,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=$root/.cache/checkpatch
-tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n1)
+# The tarball scripts/deps.sh installs, whatever other linux-source
+# packages the machine has (checkpatch's checks change between versions).
+tarball=/usr/src/linux-source-6.1.tar.xz
+[ -e "$tarball" ] || tarball=
 
 if [ ! -x "$cache/scripts/checkpatch.pl" ]; then
 	[ -n "$tarball" ] || { echo "checkpatch: no /usr/src/linux-source-*.tar.xz (scripts/deps.sh installs it)" >&2; exit 1; }

@@ -35,29 +35,13 @@ LOAD_FAILS=
 UNLOAD_FAILS=
 SET_FAILS=
 
-# flows_loop: batches of FLOWS flows of BATCH s each, back to back, until
-# $TMPD/stop exists; batch K's iperf3 JSON in flows-K.json, "K rc" lines in
-# flows.rc.  Batches keep the duration adaptive to how fast the cycles go.
-flows_loop()
-{
-	local k=0
-
-	while [[ ! -e $TMPD/stop ]]; do
-		ip netns exec "$SND" timeout $((BATCH + 60)) iperf3 -c "$RCV_IP4" \
-			-p "$IPERF_PORT" -P "$FLOWS" -t "$BATCH" -C cubic -l 8K -N -J \
-			>"$TMPD/flows-$k.json" 2>"$TMPD/flows-$k.err"
-		echo "$k $?" >>"$TMPD/flows.rc"
-		k=$((k + 1))
-	done
-}
-
 measure()
 {
 	local i ac tsq dl t0 lpid sum rsum j
 
 	bbrx_unload || UNLOAD_FAILS+=" initial"
 	: >"$TMPD/flows.rc"
-	flows_loop &
+	flow_batches_loop &
 	lpid=$!
 	bg_track $lpid
 	sleep 2
@@ -134,22 +118,11 @@ unload_hooks_acted()
 
 unload_flows_complete()
 {
-	local k rc n nz bad= nb=0
+	local k
 
-	while read -r k rc; do
-		nb=$((nb + 1))
-		n=$(jq '[.end.streams[]?] | length' "$TMPD/flows-$k.json" 2>/dev/null)
-		nz=$(jq '[.end.streams[]? | select(.receiver.bytes > 0)] | length' "$TMPD/flows-$k.json" 2>/dev/null)
-		if [[ $rc -ne 0 || $n != "$FLOWS" || $nz != "$FLOWS" ]]; then
-			bad+=" batch $k: exit $rc, $n streams, $nz with data ($(jq -r '.error // empty' "$TMPD/flows-$k.json" 2>/dev/null) $(head -c 100 "$TMPD/flows-$k.err"));"
-		fi
-	done <"$TMPD/flows.rc"
-	[[ $nb -gt 0 ]]
-	check_err $? "no flow batch ran"
-	[[ -z $bad ]]
-	check_err $? "flows that did not complete:$bad"
-	log_test "every flow completed ($nb batches of $FLOWS)" \
-		"$(for ((k = 0; k < nb; k++)); do jq -r '(.end.sum_received.bits_per_second // 0) / 1e6 | floor' "$TMPD/flows-$k.json" 2>/dev/null; done | tr '\n' ' ')Mbit/s"
+	flow_batches_check
+	log_test "every flow completed ($NB batches of $FLOWS)" \
+		"$(for ((k = 0; k < NB; k++)); do jq -r '(.end.sum_received.bits_per_second // 0) / 1e6 | floor' "$TMPD/flows-$k.json" 2>/dev/null; done | tr '\n' ' ')Mbit/s"
 }
 
 require_command iperf3 jq ip

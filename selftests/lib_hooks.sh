@@ -181,3 +181,41 @@ hooks_counters_sum()
 		}
 	} END { print s + 0 }'
 }
+
+# flow_batches_loop: batches of FLOWS cubic flows (iperf3 -P, 8 KiB writes,
+# TCP_NODELAY) of BATCH s each from SND to the receiver, back to back,
+# until $TMPD/stop exists; batch K's iperf3 JSON in flows-K.json, "K rc"
+# lines in flows.rc.  Batches keep the duration adaptive to the test's.
+flow_batches_loop()
+{
+	local k=0
+
+	while [[ ! -e $TMPD/stop ]]; do
+		ip netns exec "$SND" timeout $((BATCH + 60)) iperf3 -c "$RCV_IP4" \
+			-p "$IPERF_PORT" -P "$FLOWS" -t "$BATCH" -C cubic -l 8K -N -J \
+			>"$TMPD/flows-$k.json" 2>"$TMPD/flows-$k.err"
+		echo "$k $?" >>"$TMPD/flows.rc"
+		k=$((k + 1))
+	done
+}
+
+# flow_batches_check: every batch flow_batches_loop ran exited 0 with FLOWS
+# streams that all moved data (check_err otherwise); NB = batches.
+flow_batches_check()
+{
+	local k rc n nz bad=
+
+	NB=0
+	while read -r k rc; do
+		NB=$((NB + 1))
+		n=$(jq '[.end.streams[]?] | length' "$TMPD/flows-$k.json" 2>/dev/null)
+		nz=$(jq '[.end.streams[]? | select(.receiver.bytes > 0)] | length' "$TMPD/flows-$k.json" 2>/dev/null)
+		if [[ $rc -ne 0 || $n != "$FLOWS" || $nz != "$FLOWS" ]]; then
+			bad+=" batch $k: exit $rc, $n streams, $nz with data ($(jq -r '.error // empty' "$TMPD/flows-$k.json" 2>/dev/null) $(head -c 100 "$TMPD/flows-$k.err"));"
+		fi
+	done <"$TMPD/flows.rc"
+	((NB > 0))
+	check_err $? "no flow batch ran"
+	[[ -z $bad ]]
+	check_err $? "flows that did not complete:$bad"
+}

@@ -55,19 +55,6 @@ UNLOAD_FAILS=
 SET_FAILS=
 REFUSED=0
 
-flows_loop()
-{
-	local k=0
-
-	while [[ ! -e $TMPD/stop ]]; do
-		ip netns exec "$SND" timeout $((BATCH + 60)) iperf3 -c "$RCV_IP4" \
-			-p "$IPERF_PORT" -P "$FLOWS" -t "$BATCH" -C cubic -l 8K -N -J \
-			>"$TMPD/flows-$k.json" 2>"$TMPD/flows-$k.err"
-		echo "$k $?" >>"$TMPD/flows.rc"
-		k=$((k + 1))
-	done
-}
-
 # sink_cc: the congestion control of the sender's established connection
 # to the sink (waits up to 10 s for one).
 sink_cc()
@@ -129,7 +116,7 @@ measure()
 	: >"$TMPD/flows.rc"
 	: >"$TMPD/refusals"
 	: >"$TMPD/refused"
-	flows_loop &
+	flow_batches_loop &
 	lpid=$!
 	bg_track $lpid
 	sleep 2
@@ -259,21 +246,8 @@ lu_hooks_follow_policies()
 
 lu_flows_complete()
 {
-	local k rc n nz bad= nb=0
-
-	while read -r k rc; do
-		nb=$((nb + 1))
-		n=$(jq '[.end.streams[]?] | length' "$TMPD/flows-$k.json" 2>/dev/null)
-		nz=$(jq '[.end.streams[]? | select(.receiver.bytes > 0)] | length' "$TMPD/flows-$k.json" 2>/dev/null)
-		if [[ $rc -ne 0 || $n != "$FLOWS" || $nz != "$FLOWS" ]]; then
-			bad+=" batch $k: exit $rc, $n streams, $nz with data ($(jq -r '.error // empty' "$TMPD/flows-$k.json" 2>/dev/null) $(head -c 100 "$TMPD/flows-$k.err"));"
-		fi
-	done <"$TMPD/flows.rc"
-	((nb > 0))
-	check_err $? "no flow batch ran"
-	[[ -z $bad ]]
-	check_err $? "flows that did not complete:$bad"
-	log_test "every flow completed ($nb batches of $FLOWS)"
+	flow_batches_check
+	log_test "every flow completed ($NB batches of $FLOWS)"
 }
 
 require_command iperf3 jq ip ss modprobe rmmod

@@ -137,10 +137,11 @@ check-compile: deps
 			echo "bbrx: build against $$k failed or warned" >&2; exit 1; fi; \
 	done
 
-# The functional selftests on every other bootable pinned build
+# The functional selftests (and the bottleneck A/B) on every other bootable
+# pinned build
 # (scripts/lane.sh), before the main run so that its summary stays last.
-LANE_TESTS := bbrx_sysctl.sh bbrx_kern_sock.sh hook_refusal.sh \
-	      hook_live_state.sh hook_delack.sh
+LANE_TESTS := bbrx_sysctl.sh bbrx_info.sh bbrx_bottleneck.sh \
+	      bbrx_kern_sock.sh hook_refusal.sh hook_live_state.sh hook_delack.sh
 check-lanes: vm-build
 	@for n in $$($(ROOT)/scripts/vm-kver --list boot | awk -v d=$(VM_KVER) '$$2 != d { print $$1 }'); do \
 		$(ROOT)/scripts/lane.sh $$n $(LANE_TESTS) || exit 1; \

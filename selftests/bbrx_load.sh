@@ -55,24 +55,6 @@ helper()
 		"$SINK_PORT" "$bytes"
 }
 
-# ss_cc_of_sink_flow: congestion control ss shows for the sender's
-# established connection to the sink (waits up to 5 s for one).
-ss_cc_of_sink_flow()
-{
-	local i line
-
-	for ((i = 0; i < 25; i++)); do
-		line=$({ echo "@ 0"; ip netns exec "$SND" ss -tinH state established \
-			"( dport = :$SINK_PORT )"; } | ss_parse | head -n 1)
-		if [[ -n $line ]]; then
-			echo "$line"
-			return 0
-		fi
-		sleep 0.2
-	done
-	return 1
-}
-
 # helper_bg_check CC DST: hold a connection open and check what ss says
 # about it: the cc name and the bbr:(...) info.  Prints the ss line.
 helper_bg_check()
@@ -81,7 +63,7 @@ helper_bg_check()
 
 	helper "$cc" "$dst" 1048576 3 >"$TMPD/helper.out" 2>&1 &
 	pid=$!
-	line=$(ss_cc_of_sink_flow)
+	line=$(ss_sink_flow 5)
 	wait "$pid"
 	echo "$line"
 }
@@ -293,7 +275,7 @@ rmmod_busy_socket()
 		"$SINK_PORT" 1048576 >/dev/null 2>&1 &
 	pid=$!
 	bg_track $pid
-	line=$(ss_cc_of_sink_flow)
+	line=$(ss_sink_flow 5)
 	[[ $line == *" cc=bbrx"* ]]
 	check_err $? "no established bbrx connection to hold the module: $line"
 

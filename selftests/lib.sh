@@ -1096,6 +1096,24 @@ require_helper()
 		ksft_exit_skip "cc_setsockopt not built (run make -C selftests on the host)"
 }
 
+# ss_sink_flow SECS: the ss_parse line of the sender's established
+# connection to the sink (sink_start), waiting up to SECS seconds for one.
+ss_sink_flow()
+{
+	local i line
+
+	for ((i = 0; i < $1 * 5; i++)); do
+		line=$({ echo "@ 0"; ip netns exec "$SND" ss -tinH state established \
+			"( dport = :$SINK_PORT )"; } | ss_parse | head -n 1)
+		if [[ -n $line ]]; then
+			echo "$line"
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
 # sink_start [-6]: start a discard server on SINK_PORT in the receiver.
 sink_start()
 {

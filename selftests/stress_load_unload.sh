@@ -55,24 +55,6 @@ UNLOAD_FAILS=
 SET_FAILS=
 REFUSED=0
 
-# sink_cc: the congestion control of the sender's established connection
-# to the sink (waits up to 10 s for one).
-sink_cc()
-{
-	local i line
-
-	for ((i = 0; i < 50; i++)); do
-		line=$({ echo "@ 0"; ip netns exec "$SND" ss -tinH state established \
-			"( dport = :$SINK_PORT )"; } | ss_parse | head -n 1)
-		if [[ -n $line ]]; then
-			sed -n 's/.* cc=\([a-z0-9_]*\).*/\1/p' <<<"$line"
-			return 0
-		fi
-		sleep 0.2
-	done
-	return 1
-}
-
 # rmmod_refused WHAT: rmmod must fail with "in use" and leave bbrx there.
 # Prints what went wrong, if anything.
 rmmod_refused()
@@ -155,7 +137,7 @@ measure()
 			"$SINK_PORT" 1000000 >/dev/null 2>>"$TMPD/sock.err" &
 		hpid=$!
 		bg_track $hpid
-		cc=$(sink_cc)
+		cc=$(ss_sink_flow 10 | sed -n 's/.* cc=\([a-z0-9_]*\).*/\1/p')
 		CYC_SOCK[i]=${cc:-none}
 		if [[ $cc == bbrx ]]; then
 			err=$(rmmod_refused "a bbrx socket open") || echo "$i: $err" >>"$TMPD/refusals"

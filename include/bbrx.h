@@ -147,6 +147,8 @@ int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 		     size_t rlen);
 long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
 		    const u8 *pat, size_t len, bool fault);
+int bbrx_hook_calls_check(unsigned long addr, bool fault, char *reason,
+			  size_t rlen);
 int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
 			 char *reason, size_t rlen);
 

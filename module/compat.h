@@ -134,6 +134,18 @@ static inline bool bbrx_indirect_call_ok(unsigned long addr)
 }
 
 /*
+ * Bytes before a function that a direct call may land in instead of the
+ * function itself: with call depth tracking (CONFIG_CALL_THUNKS, 6.2+) the
+ * kernel moves calls to an accounting thunk in the function's padding
+ * (CONFIG_FUNCTION_PADDING_BYTES) when retbleed=stuff is in force.
+ */
+#ifdef CONFIG_CALL_THUNKS
+#define BBRX_CALL_PAD	CONFIG_FUNCTION_PADDING_BYTES
+#else
+#define BBRX_CALL_PAD	0
+#endif
+
+/*
  * Bytes the application read in the last receive RTT, as
  * tcp_rcv_space_adjust() counts them. 6.6 moved receive-buffer sizing to
  * the measured scaling_ratio (tcp_space_from_win(), upstream "tcp: add

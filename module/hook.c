@@ -27,6 +27,12 @@
  * Removal: unregister_ftrace_function() / unregister_kprobe() stop new
  * entries, then synchronize_rcu_tasks() waits until no task can still be
  * running a thunk, handler or replacement, before the module text goes away.
+ * A task that blocks counts as quiescent for it, and on PREEMPT_RT spinlock_t
+ * blocks: so a replacement must not block with its frame on the stack. Thunks
+ * and handlers run with preemption off; each replacement's own text is
+ * decoded at load and may call only functions known not to block
+ * (bbrx_hook_calls_check()), so that the call into the kernel's transmit
+ * path in the autocork redirect must be a tail jump.
  */
 #include <linux/ftrace.h>
 #include <linux/kallsyms.h>
@@ -141,6 +147,7 @@ static const char * const bbrx_hook_state_names[] = {
  */
 static unsigned long bbrx_disable_mask;
 static unsigned long bbrx_fault_mask;
+static unsigned long bbrx_fault_calls_mask;
 
 static int bbrx_hook_mask_set(const char *val, const struct kernel_param *kp)
 {
@@ -200,6 +207,9 @@ MODULE_PARM_DESC(disable, "Hooks not to install, comma-separated: autocork,tsq,r
 module_param_cb(fault_verify, &bbrx_hook_mask_ops, &bbrx_fault_mask, 0444);
 MODULE_PARM_DESC(fault_verify,
 		 "Test only: hooks whose verifier expects a wrong pattern and refuses");
+module_param_cb(fault_calls, &bbrx_hook_mask_ops, &bbrx_fault_calls_mask, 0444);
+MODULE_PARM_DESC(fault_calls,
+		 "Test only: redirects whose replacement may call nothing and is refused");
 
 /**
  * bbrx_hook_fault() - should this hook's verifier expect a wrong pattern?
@@ -380,6 +390,21 @@ static int (*bbrx_kallsyms_size)(unsigned long addr, unsigned long *symbolsize,
 				 unsigned long *offset);
 
 /*
+ * Kernel functions a redirect's replacement may call (bbrx_hook_calls_check()),
+ * none of which can block, on PREEMPT_RT either:
+ *   __rcu_read_lock, __rcu_read_unlock  preemptible RCU's read side (a
+ *	per-task counter; the unlock's slow path takes raw spinlocks only)
+ *   ktime_get                          a seqcount retry loop, no lock
+ * and module functions (bbrx_stats_late(), helpers the compiler did not
+ * inline), which are decoded and checked in turn.
+ */
+static const char * const bbrx_leaf_calls[] = {
+	"__rcu_read_lock", "__rcu_read_unlock", "ktime_get",
+};
+
+static unsigned long bbrx_leaf_addr[ARRAY_SIZE(bbrx_leaf_calls)];
+
+/*
  * The kprobe API resolves names for us. Only kallsyms_lookup_name() itself
  * is probed (briefly, with no handlers): never a hot TCP function while
  * traffic runs through it.
@@ -388,7 +413,7 @@ static int bbrx_hook_resolver_init(void)
 {
 	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };
 	unsigned long addr;
-	int err;
+	int err, i;
 
 	err = register_kprobe(&kp);
 	if (err < 0)
@@ -408,6 +433,9 @@ static int bbrx_hook_resolver_init(void)
 	bbrx_kallsyms_size = (void *)bbrx_hook_resolve("kallsyms_lookup_size_offset");
 	if (bbrx_kallsyms_size && !bbrx_indirect_call_ok((unsigned long)bbrx_kallsyms_size))
 		bbrx_kallsyms_size = NULL;
+
+	for (i = 0; i < ARRAY_SIZE(bbrx_leaf_calls); i++)
+		bbrx_leaf_addr[i] = bbrx_hook_resolve(bbrx_leaf_calls[i]);
 
 	bbrx_ftrace_enabled = (void *)bbrx_hook_resolve("ftrace_enabled");
 	bbrx_ftrace_dead = (void *)bbrx_hook_resolve("ftrace_disabled");
@@ -524,6 +552,16 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 	if (err) {
 		bbrx_hook_refuse(h, "%s", h->reason);
 		return;
+	}
+	if (h->kind == BBRX_HOOK_REDIRECT) {
+		char why[sizeof(h->reason)];
+
+		if (bbrx_hook_calls_check((unsigned long)h->redirect,
+					  bbrx_fault_calls_mask & BIT(id),
+					  why, sizeof(why))) {
+			bbrx_hook_refuse(h, "%s", why);
+			return;
+		}
 	}
 
 	switch (h->kind) {
@@ -908,4 +946,113 @@ int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
 		return -ENOEXEC;
 	}
 	return 0;
+}
+
+/* Is a direct call to @target one to a kernel function known not to block? */
+static bool bbrx_leaf_call(unsigned long target)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(bbrx_leaf_addr); i++)
+		if (bbrx_leaf_addr[i] && target <= bbrx_leaf_addr[i] &&
+		    bbrx_leaf_addr[i] - target <= BBRX_CALL_PAD)
+			return true;
+	return false;
+}
+
+/* Module functions a replacement calls are checked in turn, this deep. */
+#define BBRX_CALLS_DEPTH	4
+
+static int bbrx_calls_check(unsigned long addr, int depth, bool fault,
+			    char *reason, size_t rlen)
+{
+	unsigned long size, soff;
+	size_t pos, site = bbrx_endbr_len(addr);
+	int err;
+
+	if (!bbrx_insn_decode || !bbrx_kallsyms_size ||
+	    !bbrx_kallsyms_size(addr, &size, &soff)) {
+		snprintf(reason, rlen, "%ps: insn_decode or its size not found",
+			 (void *)addr);
+		return -ENOENT;
+	}
+	/* A call into a function's padding (call thunks): the function. */
+	if (soff && size - soff <= BBRX_CALL_PAD) {
+		addr += size - soff;
+		site = bbrx_endbr_len(addr);
+		if (!bbrx_kallsyms_size(addr, &size, &soff))
+			soff = 1;
+	}
+	if (soff) {
+		snprintf(reason, rlen, "%ps is not a function start", (void *)addr);
+		return -ENOEXEC;
+	}
+	for (pos = 0; pos < size; ) {
+		struct insn insn;
+		unsigned long target;
+		u8 op;
+
+		if (bbrx_insn_decode(&insn, (void *)(addr + pos),
+				     min_t(unsigned long, MAX_INSN_SIZE, size - pos),
+				     INSN_MODE_KERN) < 0 || !insn.length) {
+			snprintf(reason, rlen, "%ps+%#zx does not decode",
+				 (void *)addr, pos);
+			return -ENOEXEC;
+		}
+		op = insn.opcode.bytes[0];
+		if (op == 0xff && (X86_MODRM_REG(insn.modrm.value) == 2 ||
+				   X86_MODRM_REG(insn.modrm.value) == 3)) {
+			snprintf(reason, rlen,
+				 "%ps+%#zx: indirect call (may block on RT)",
+				 (void *)addr, pos);
+			return -ENOEXEC;
+		}
+		if (op == 0xe8 && pos != site) {
+			target = addr + pos + insn.length + insn.immediate.value;
+			if (!fault && within_module(target, THIS_MODULE) &&
+			    depth < BBRX_CALLS_DEPTH) {
+				err = bbrx_calls_check(target, depth + 1, fault,
+						       reason, rlen);
+				if (err)
+					return err;
+			} else if (fault || !bbrx_leaf_call(target)) {
+				snprintf(reason, rlen,
+					 "%ps+%#zx calls %ps (may block on RT)",
+					 (void *)addr, pos, (void *)target);
+				return -ENOEXEC;
+			}
+		}
+		pos += insn.length;
+	}
+	return 0;
+}
+
+/**
+ * bbrx_hook_calls_check() - can a replacement block with its frame live?
+ * @addr: the replacement (module text)
+ * @fault: test only: allow no call at all, so that the check refuses
+ * @reason: set to why not
+ * @rlen: size of @reason
+ *
+ * synchronize_rcu_tasks() counts a blocked task as quiescent, and on
+ * PREEMPT_RT every spinlock_t can block: a replacement that called into the
+ * kernel's transmit path (qdisc and driver locks) and returned afterwards
+ * would leave a return address into module text that rmmod may free.
+ * Decodes the replacement's live text (after the kernel applied
+ * alternatives, retpolines and call thunks) with insn_decode() and refuses
+ * it if it has an indirect call (call *reg, or a call into a retpoline
+ * thunk) or a direct call to anything but the kernel functions of
+ * bbrx_leaf_calls[] and module functions that pass the same check (up to
+ * BBRX_CALLS_DEPTH deep). The compiler ends the autocork replacement with a
+ * tail jump to __tcp_push_pending_frames(); this is what proves it. Each
+ * function's ftrace site is skipped (a NOP unless someone traces it).
+ *
+ * Return: 0 if it cannot block with its frame on the stack; -ENOENT when
+ * the decoder or a size cannot be found, -ENOEXEC otherwise; @reason says
+ * why.
+ */
+int bbrx_hook_calls_check(unsigned long addr, bool fault, char *reason,
+			  size_t rlen)
+{
+	return bbrx_calls_check(addr, 0, fault, reason, rlen);
 }

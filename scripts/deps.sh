@@ -1,6 +1,7 @@
 #!/bin/bash
 # deps.sh - install every Debian package bbrx needs to build, check and test
-# the module (host build, sparse/checkpatch, QEMU VM runner, benchmarks).
+# the module (host build, sparse/checkpatch, Debian package, QEMU VM runner,
+# benchmarks).
 #
 # Idempotent and quiet: when everything is present it prints nothing and
 # exits 0 without touching apt. Otherwise it runs `apt-get update` once and
@@ -24,16 +25,18 @@ PKGS=(
 	iperf3 iproute2 ethtool jq tcpdump iputils-ping procps util-linux
 	# building the module
 	make gcc dkms
+	# make deb: a DKMS source package built with debhelper's dh_dkms
+	debhelper dh-dkms dpkg-dev fakeroot
 	# static checks: sparse, and checkpatch.pl from the kernel source
 	sparse linux-source-6.1
 	# benchmark plots
 	gnuplot-nox
 )
 # The pinned kernel builds (scripts/kernels.conf): image and headers of the
-# ones the VM boots, headers of the compile-only ones.
+# ones the VM boots (full and smoke lanes), headers of the compile-only ones.
 while read -r _ rel lane; do
 	PKGS+=("linux-headers-$rel")
-	[[ $lane == boot ]] && PKGS+=("linux-image-$rel")
+	[[ $lane == compile ]] || PKGS+=("linux-image-$rel")
 done < <("$(dirname "$(readlink -f "$0")")/vm-kver" --list)
 
 missing=()

@@ -2,6 +2,7 @@
 # lane.sh - run selftests on another pinned kernel build.
 #
 # Usage: scripts/lane.sh NAME TEST...
+#        scripts/lane.sh NAME --all     the whole suite (make run_tests)
 #
 # Builds tcp_bbrx.ko and the selftests' helper module (kern_sock/) against
 # the headers of kernel build NAME (scripts/kernels.conf, e.g. cloud-6.12)
@@ -32,5 +33,7 @@ for m in "$stage" "$stage/selftests/kern_sock"; do
 	fi
 done
 echo "lane.sh: $name ($rel): ${*}"
+run="./ksft_runner.sh $*"
+[[ $* == --all ]] && run="make run_tests"
 VM_KVER=$rel "$REPO/scripts/vm-run" --ko "$stage/tcp_bbrx.ko" \
-	--dir "$stage/selftests" -- "KSFT_FAIL_ON_SKIP=1 ./ksft_runner.sh $*"
+	--dir "$stage/selftests" -- "KSFT_FAIL_ON_SKIP=1 $run"

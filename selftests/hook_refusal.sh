@@ -13,6 +13,9 @@
 # policies; disable=all installs none and bbrx still works; an unknown hook
 # name fails the load; a plain load (the module's default) installs every
 # hook, and the delack verifier reports the PSH mark's single way in.
+# fault_calls=autocork: the load-time check that a redirect's replacement
+# calls nothing that can block (a tail jump into the kernel's transmit path,
+# on PREEMPT_RT too) refuses autocork the same way.
 # The module is left loaded.
 
 ALL_TESTS="
@@ -21,6 +24,7 @@ ALL_TESTS="
 	refuse_rcvbuf
 	refuse_rcvbuf_grow
 	refuse_delack
+	refuse_calls_autocork
 	disable_both
 	disable_all
 	unknown_hook_name
@@ -114,16 +118,17 @@ policy_checks()
 	fi
 }
 
-# fault_case HOOK OK_POLICY REASON_RE: load with fault_verify=HOOK and
-# check; every other hook must be installed and OK_POLICY settable.
+# fault_case HOOK OK_POLICY REASON_RE [PARAM]: load with PARAM=HOOK
+# (default fault_verify) and check; every other hook must be installed and
+# OK_POLICY settable.
 fault_case()
 {
-	local hook=$1 good=$2 re=$3 line err other
+	local hook=$1 good=$2 re=$3 param=${4:-fault_verify} line err other
 
-	err=$(bbrx_reload "fault_verify=$hook" 2>&1)
-	check_err $? "load with fault_verify=$hook failed: $err"
+	err=$(bbrx_reload "$param=$hook" 2>&1)
+	check_err $? "load with $param=$hook failed: $err"
 	bbrx_module_loaded
-	check_err $? "module not loaded with fault_verify=$hook"
+	check_err $? "module not loaded with $param=$hook"
 	line=$(hook_line "$hook")
 	[[ $line =~ ^$hook\ [^\ ]+\ refused:\ .+ ]]
 	check_err $? "bbrx_hooks: '$line', expected '$hook <symbol> refused: <reason>'"
@@ -141,7 +146,7 @@ fault_case()
 	policy_checks "$hook" "$good"
 	bbrx_works
 	netns_down
-	log_info "fault_verify=$hook: $line"
+	log_info "$param=$hook: $line"
 }
 
 refuse_tsq()
@@ -172,6 +177,12 @@ refuse_delack()
 {
 	fault_case delack rcvbuf "PSH mark .* not found"
 	log_test "fault_verify=delack: delack refused with reason, EOPNOTSUPP, rcvbuf and bbrx work"
+}
+
+refuse_calls_autocork()
+{
+	fault_case autocork tsq "calls .* \\(may block on RT\\)" fault_calls
+	log_test "fault_calls=autocork: replacement's call check refuses, EOPNOTSUPP, tsq and bbrx work"
 }
 
 # expect_states STATE HOOK...: each HOOK has STATE in /proc/net/bbrx_hooks.

@@ -26,7 +26,7 @@ PKGS=(
 	# building the module
 	make gcc dkms
 	# make deb: a DKMS source package built with debhelper's dh_dkms
-	debhelper dh-dkms dpkg-dev fakeroot
+	debhelper dh-dkms dpkg-dev
 	# static checks: sparse, and checkpatch.pl from the kernel source
 	sparse linux-source-6.1
 	# benchmark plots

@@ -12,6 +12,8 @@
 #                        booted kernels (check-lanes: all of them on 6.12,
 #                        a smoke subset on generic and rt 6.1), all
 #                        selftests in the VM
+#   make check-full      make check with the stress tests' full counts and
+#                        the long statistical repetitions (about 1 h more)
 #   make check-debug     the selftests on a KASAN/KFENCE/lockdep/kmemleak
 #                        kernel built once per machine (slow; not in check)
 #   make deb             the Debian package tcp-bbrx-dkms (DKMS source,
@@ -63,7 +65,7 @@ KBUILD_OPTS := W=1
 
 .PHONY: all modules clean install load unload deps update-kernels vm-build demo check \
 	check-style check-sparse check-dkms check-compile check-lanes check-version check-debug \
-	bench check-bench check-cost deb check-deb
+	bench check-bench check-cost deb check-deb check-full
 
 all: modules
 
@@ -203,6 +205,13 @@ check-debug: deps
 # TEST_PROGS_ICOUNT says why).
 check-cost: vm-build
 	$(VM_RUN) --icount --timeout 2400 -- KSFT_FAIL_ON_SKIP=1 make run_icount
+
+# make check with the long statistical forms: the stress tests' full counts,
+# hook_rcvbuf's six RTTs, hook_cost's five repetitions (vm-run passes BBRX_*
+# into the guests).
+check-full:
+	BBRX_STRESS_FULL=1 BBRX_RCVBUF_RTTS="0 10 25 50 100 250" BBRX_COST_REPS=5 \
+		$(MAKE) check
 
 # check-bench, check-cost and check-lanes before the selftests, so that their runner's
 # "N passed, N failed" line stays the last one.

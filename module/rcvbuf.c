@@ -188,7 +188,8 @@ void bbrx_rcvbuf_space_adjust(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct net *net = sock_net(sk);
-	u32 prev, rtt_us8;
+	typeof(tp->rcvq_space.space) prev;
+	u32 rtt_us8;
 	s64 copied;
 	u64 now_ns, win;
 	int rcvbuf;
@@ -205,9 +206,14 @@ void bbrx_rcvbuf_space_adjust(struct sock *sk)
 
 	copied = bbrx_rcvq_copied(tp);
 	prev = tp->rcvq_space.space;
-	/* 32-bit unsigned, as the kernel compares and subtracts in both */
-	if ((u32)copied > prev) {
-		if (READ_ONCE(net->ipv4.sysctl_tcp_moderate_rcvbuf) && prev &&
+	/*
+	 * Compared in the field's own type, as the kernel does: u32 in 6.1,
+	 * int in 6.12, where copied (read minus still queued) can be negative
+	 * and must not pass. Stored negative, the kernel's own function would
+	 * later store 0 there and divide by it.
+	 */
+	if ((typeof(prev))copied > prev) {
+		if (READ_ONCE(net->ipv4.sysctl_tcp_moderate_rcvbuf) && prev > 0 &&
 		    tp->advmss) {
 			win = 2ULL * copied + 16ULL * tp->advmss;
 			win += 2 * div_u64(win * (u32)(copied - prev), prev);

@@ -4,7 +4,7 @@
 # Usage: scripts/lane.sh NAME TEST...
 #        scripts/lane.sh NAME --all     the whole suite (make run_tests)
 #
-# Builds tcp_bbrx.ko and the selftests' helper module (kern_sock/) against
+# Builds tcp_bbrx.ko and the selftests' test modules (kern_sock/, klp_tcp_push/) against
 # the headers of kernel build NAME (scripts/kernels.conf, e.g. cloud-6.12)
 # in a staged copy under .cache/lane-NAME (W=1: any warning fails), boots
 # that kernel in the VM and runs the given selftests there with the
@@ -25,7 +25,7 @@ cp -r "$REPO/Kbuild" "$REPO/module" "$REPO/include" "$REPO/selftests" "$stage/"
 # objects the tree built for the default kernel
 find "$stage" \( -name '*.o' -o -name '*.ko' -o -name '*.mod' -o -name '*.mod.c' \
 	-o -name '.*.cmd' -o -name Module.symvers -o -name modules.order \) -delete
-for m in "$stage" "$stage/selftests/kern_sock"; do
+for m in "$stage" "$stage/selftests/kern_sock" "$stage/selftests/klp_tcp_push"; do
 	make -C "$kdir" M="$m" W=1 modules 2>&1 | tee "$m/build.log"
 	if grep -E 'warning:|error:' "$m/build.log"; then
 		echo "lane.sh: warnings building $m against $rel" >&2

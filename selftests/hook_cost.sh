@@ -6,7 +6,7 @@
 # redirect thunks run on every tcp_push, small-queue check and
 # tcp_rcv_space_adjust, the entry callback on every established
 # connection).  Three arms, alternating, rotated each repetition
-# (BBRX_COST_REPS, default 5):
+# (BBRX_COST_REPS, default 3; make check-full 5):
 #	nomod  tcp_bbrx not loaded
 #	pol0   loaded, every policy 0: the thunks return at their first branch,
 #	       the delack kprobe is not armed
@@ -43,7 +43,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
 SECS=${BBRX_COST_SECS:-3}
-CREPS=${BBRX_COST_REPS:-5}
+CREPS=${BBRX_COST_REPS:-3}
 ARMS=(nomod pol0 pol1)
 ALL_HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
 ALL_INSTALLED=installed/installed/installed/installed/installed

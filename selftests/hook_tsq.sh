@@ -48,7 +48,13 @@
 # medians of 3 still differed by up to 0.9%, e.g. 91.33 vs 92.15 in a
 # clean-clone make check), the counters of the mechanism
 # (TsqSingleSkb only in mode 1, TsqWithheld only in mode 2, TsqThrottled in
-# both, bbrx silent in mode 0), and prints the post/pre ratio.  With
+# both, bbrx silent in mode 0), and prints the post/pre ratio.  The
+# counters come from one more flow per mode (BBRX_TSQ_LC_SECS, 2 s) over
+# the late-completion path (BBRX_TSQ_LC_DELAY_US, 3000 us, at the same
+# 100 Mbit/s): on the tbf path 6.12 cloud almost never throttles with a
+# single skb in the rtx queue (2026-12-01: TsqSingleSkb 1 in mode 1,
+# TsqWithheld 0 in mode 2, medians of 3, against hundreds and thousands on
+# 6.1), while late completions make the shortcut's case arise on both.  With
 # BBRX_TSQ_STRICT=1 (a path with real late completions) the report's margin
 # (post >= 1.05 x pre) is asserted as well.
 
@@ -62,26 +68,30 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
 SECS=${BBRX_TSQ_SECS:-4}
+LC_SECS=${BBRX_TSQ_LC_SECS:-2}
+LC_DELAY=${BBRX_TSQ_LC_DELAY_US:-3000}
 RATE=100
 MODES="1 2 0"
 LIMIT=$(calc "$RATE * $GOODPUT_FRAC")
 CTRS="Bbrx:TsqThrottled Bbrx:TsqSingleSkb Bbrx:TsqWithheld TcpRetransSegs"
 declare -A GP THR SINGLE WITHHELD ALL
 
+# tsq_run ID MODE [RES SECS]: one flow; goodput and counter deltas appended
+# to $TMPD/RES.res (default MODE), SECS long (default SECS).
 tsq_run()
 {
-	local id=$1 m=$2
+	local id=$1 m=$2 res=${3:-$2} secs=${4:-$SECS}
 
 	bbrx_sysctl_set "$SND" tsq "$m" || SET_FAILS+=" $m"
 	counters_snap "$SND" "$TMPD/c.before" $CTRS
-	flow_run "$id" cubic "$SECS" || FLOW_FAILS+=" $id"
+	flow_run "$id" cubic "$secs" || FLOW_FAILS+=" $id"
 	counters_snap "$SND" "$TMPD/c.after" $CTRS
 	echo "$(iperf3_goodput "$TMPD/$id.json")" \
 		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:TsqThrottled)" \
 		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:TsqSingleSkb)" \
 		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" Bbrx:TsqWithheld)" \
 		"$(counters_delta "$TMPD/c.before" "$TMPD/c.after" TcpRetransSegs)" \
-		>>"$TMPD/$m.res"
+		>>"$TMPD/$res.res"
 }
 
 measure()
@@ -113,6 +123,23 @@ measure()
 			"${GP[$m]}" "${THR[$m]}" "${SINGLE[$m]}" "${WITHHELD[$m]}" "${ALL[$m]}"
 	done
 	echo "# post/pre goodput ratio $(calc "${GP[1]} / ${GP[2]}") (report: 94.4/81.5 = 1.16)"
+	measure_counters
+}
+
+# The counters, per mode, from one flow each over late TX completions.
+measure_counters()
+{
+	local m
+
+	tc -n "$SND" qdisc del dev "$SND_IF" root 2>/dev/null
+	late_completion_setup "$RATE" "$LC_DELAY" || { SET_FAILS+=" late-completion"; return; }
+	for m in $MODES; do
+		tsq_run "tsqlc$m" "$m" "lc$m" "$LC_SECS"
+		read -r _ THR[$m] SINGLE[$m] WITHHELD[$m] _ <"$TMPD/lc$m.res"
+	done
+	echo "# counters over late completions (${LC_DELAY} us, ${LC_SECS}s flow per mode):" \
+		"throttled ${THR[1]} / ${THR[2]} / ${THR[0]}, single ${SINGLE[1]} / ${SINGLE[2]} / ${SINGLE[0]}," \
+		"withheld ${WITHHELD[1]} / ${WITHHELD[2]} / ${WITHHELD[0]} (post / pre / kernel)"
 }
 
 tsq_hook_installed()

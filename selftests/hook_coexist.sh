@@ -218,13 +218,16 @@ ef_check_events_only()
 }
 
 # kprobes_check WHAT: no kprobe inside one of the five functions (the
-# events sit at +0x0; bbrx's delack probe at tcp_event_data_recv+0x1f8).
+# events sit at +0x0, or at +0x4 past the ENDBR64 on IBT kernels (6.12);
+# bbrx's delack probe at tcp_event_data_recv+0x1f8).
 kprobes_check()
 {
-	local list=/sys/kernel/debug/kprobes/list bad
+	local list=/sys/kernel/debug/kprobes/list bad entry='^$'
 
 	[[ -r $list ]] || { log_info "no $list: kprobe list not checked"; return 0; }
-	bad=$(grep -E "($(echo "$FUNCS" | sed 's/\./\\./g; s/ /|/g'))\+0x[1-9a-f]" "$list")
+	grep -qs '^CONFIG_X86_KERNEL_IBT=y' "/boot/config-$(uname -r)" && entry='\+0x4 '
+	bad=$(grep -E "($(echo "$FUNCS" | sed 's/\./\\./g; s/ /|/g'))\+0x[1-9a-f]" "$list" |
+		grep -vE "$entry")
 	[[ -z $bad ]]
 	check_err $? "$1: kprobe left inside a hooked function: $(echo "$bad" | head -n1)"
 }

@@ -26,7 +26,9 @@
 #include <linux/livepatch.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/uaccess.h>
 #include <net/tcp.h>
+#include <asm/ibt.h>
 
 static void (*klp_push_pending_frames)(struct sock *sk, unsigned int cur_mss,
 				       int nonagle);
@@ -115,6 +117,37 @@ static struct klp_patch klp_tcp_push_patch = {
 	.objs = klp_tcp_push_objs,
 };
 
+/*
+ * IBT kernels (6.12) start functions with ENDBR64, and a kprobe at a
+ * function sits past it; where the CPU enforces IBT an indirect call must
+ * land on a live ENDBR64.
+ */
+static unsigned long klp_func_start(unsigned long kp_addr)
+{
+#ifdef CONFIG_X86_KERNEL_IBT
+	u32 insn;
+
+	if (!copy_from_kernel_nofault(&insn, (void *)(kp_addr - 4), sizeof(insn)) &&
+	    is_endbr(insn))
+		return kp_addr - 4;
+#endif
+	return kp_addr;
+}
+
+static bool klp_callable(unsigned long addr)
+{
+#ifdef CONFIG_X86_KERNEL_IBT
+	u32 insn;
+
+	if (!cpu_feature_enabled(X86_FEATURE_IBT))
+		return true;
+	return !copy_from_kernel_nofault(&insn, (void *)addr, sizeof(insn)) &&
+	       insn == gen_endbr();
+#else
+	return true;
+#endif
+}
+
 static unsigned long klp_lookup(const char *name)
 {
 	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };
@@ -126,8 +159,12 @@ static unsigned long klp_lookup(const char *name)
 		pr_err("cannot find kallsyms_lookup_name: %d\n", err);
 		return 0;
 	}
-	lookup = (void *)kp.addr;
 	unregister_kprobe(&kp);
+	lookup = (void *)klp_func_start((unsigned long)kp.addr);
+	if (!klp_callable((unsigned long)lookup)) {
+		pr_err("kallsyms_lookup_name not callable through a pointer (IBT)\n");
+		return 0;
+	}
 	return lookup(name);
 }
 
@@ -135,14 +172,14 @@ static int __init klp_tcp_push_init(void)
 {
 	unsigned long addr;
 
-	if (IS_ENABLED(CONFIG_X86_KERNEL_IBT)) {
-		pr_err("IBT kernel: an address from kallsyms may not be callable\n");
-		return -EOPNOTSUPP;
-	}
 	addr = klp_lookup("__tcp_push_pending_frames");
 	if (!addr) {
 		pr_err("__tcp_push_pending_frames not found\n");
 		return -ENOENT;
+	}
+	if (!klp_callable(addr)) {
+		pr_err("IBT enforced and __tcp_push_pending_frames has no ENDBR64: not callable through a pointer\n");
+		return -EOPNOTSUPP;
 	}
 	klp_push_pending_frames = (void *)addr;
 	return klp_enable_patch(&klp_tcp_push_patch);

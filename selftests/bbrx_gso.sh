@@ -109,6 +109,12 @@ measure()
 		for cap in 0 1; do
 			bbrx_sysctl_set "$SND" gso_cap "$cap"
 			run_arm "agg$cap" bbrx "$cap"
+			# A single report-only run: one more if its flow failed
+			# (seen once on 6.12, 2026-12-01: no data, no samples).
+			if ! fcmp "$(iperf3_goodput "$TMPD/agg$cap.json")" '>' 0; then
+				log_info "agg$cap: flow failed ($(jq -r '.error // "no error text"' "$TMPD/agg$cap.json" 2>/dev/null)); once more"
+				run_arm "agg$cap" bbrx "$cap"
+			fi
 		done
 		bbrx_sysctl_set "$SND" extra_acked_gain 0
 		bbrx_sysctl_set "$SND" gso_cap 0

@@ -16,6 +16,8 @@
 
 #include "uapi/bbrx.h"
 
+struct seq_file;
+
 /* Also PACKAGE_VERSION in dkms.conf; the Makefile checks they agree. */
 #define BBRX_VERSION "0.1.0"
 
@@ -184,6 +186,7 @@ int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len);
 
 /* rcvbuf.c */
 void bbrx_rcvbuf_init_transfer(struct sock *sk);
+void bbrx_rcvbuf_show(struct seq_file *seq);
 bool bbrx_rcvbuf_grow_wants(struct sock *sk);
 void bbrx_rcvbuf_space_adjust(struct sock *sk);
 int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len);

@@ -74,6 +74,7 @@ struct bbrx_hook {
 	void *redirect;		/* REDIRECT: replacement with the target's ABI */
 	void (*entry)(struct sock *sk);		/* ENTRY */
 	struct kprobe *kp;	/* KPROBE: .offset set by verify */
+	void (*show)(struct seq_file *seq);	/* extra status, optional */
 	bool lazy;		/* armed only while a netns policy needs it */
 	int users;		/* netns whose policy needs it (bbrx_hook_mutex) */
 
@@ -106,6 +107,7 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 		.kind = BBRX_HOOK_ENTRY,
 		.verify = bbrx_rcvbuf_verify,
 		.entry = bbrx_rcvbuf_init_transfer,
+		.show = bbrx_rcvbuf_show,
 	},
 	[BBRX_HOOK_RCVBUF_GROW] = {
 		.name = "rcvbuf_grow",
@@ -664,9 +666,10 @@ void bbrx_hooks_remove(void)
 
 /*
  * /proc/net/bbrx_hooks: "hook symbol state[: reason]", one hook per line;
- * lazy hooks add " armed=0|1". An installed hook that does not act, checked
- * at read time, shows "inactive: reason" (another tool turned ftrace or
- * kprobes off under it).
+ * lazy hooks add " armed=0|1", rcvbuf (unless refused) its per_mss
+ * formula. An installed hook that does not act, checked at read time,
+ * shows "inactive: reason" (another tool turned ftrace or kprobes off
+ * under it).
  */
 static int bbrx_hooks_show(struct seq_file *seq, void *v)
 {
@@ -688,6 +691,8 @@ static int bbrx_hooks_show(struct seq_file *seq, void *v)
 		if (state == BBRX_HOOK_INSTALLED && h->lazy)
 			seq_printf(seq, " armed=%d",
 				   !why && !kprobe_disabled(h->kp));
+		if (h->show && state != BBRX_HOOK_REFUSED)
+			h->show(seq);
 		seq_putc(seq, '\n');
 	}
 	return 0;

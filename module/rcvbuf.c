@@ -36,6 +36,7 @@
  */
 #include <linux/kernel.h>
 #include <linux/log2.h>
+#include <linux/seq_file.h>
 #include <linux/skbuff.h>
 #include <net/tcp.h>
 
@@ -59,6 +60,24 @@ static u32 bbrx_rcvbuf_per_mss(u32 mss)
 	return roundup_pow_of_two(mss + MAX_TCP_HEADER +
 				  SKB_DATA_ALIGN(sizeof(struct skb_shared_info))) +
 	       SKB_DATA_ALIGN(sizeof(struct sk_buff));
+}
+
+/**
+ * bbrx_rcvbuf_show() - append this build's per_mss formula to the status line
+ * @seq: /proc/net/bbrx_hooks being read
+ *
+ * Prints " per_mss=pow2(mss+H)+S", bytes: H is MAX_TCP_HEADER plus the
+ * aligned skb_shared_info, S the aligned sk_buff. Both depend on the kernel
+ * build (the generic flavour of 6.1 reserves more link-layer headroom than
+ * cloud: per_mss 4352 instead of 2304 for MSS 1448), so users and tests
+ * read them here rather than assuming one build's values.
+ */
+void bbrx_rcvbuf_show(struct seq_file *seq)
+{
+	seq_printf(seq, " per_mss=pow2(mss+%zu)+%zu",
+		   (size_t)MAX_TCP_HEADER +
+		   SKB_DATA_ALIGN(sizeof(struct skb_shared_info)),
+		   (size_t)SKB_DATA_ALIGN(sizeof(struct sk_buff)));
 }
 
 static u32 bbrx_rcvbuf_mss(const struct tcp_sock *tp)

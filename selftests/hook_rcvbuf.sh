@@ -10,8 +10,10 @@
 #	0 kernel   sk_rcvbuf starts at tcp_rmem[1] (131072 on 6.1)
 #	1 per_mss  sk_rcvbuf = max(cur, min(rcvmem, tcp_rmem[2])) at
 #		   establishment, rcvmem = 2 x 20 x per_mss (x 4 with
-#		   tcp_moderate_rcvbuf), per_mss = roundup_pow_of_two(mss + 256
-#		   + 320) + 256 = 2304 for MSS 1448: 368640 bytes
+#		   tcp_moderate_rcvbuf), per_mss = roundup_pow_of_two(mss + H)
+#		   + S, H and S as this build's /proc/net/bbrx_hooks reports
+#		   them (6.1 cloud: H = 256 + 320, S = 256, so 2304 for MSS
+#		   1448 and 368640 bytes; generic and rt: 4352, 696320)
 #
 # Path: sender gso_max_segs 1, TSO off (one MSS per skb), receiver with
 # default settings (never iperf3 -w, which locks SO_RCVBUF and turns the
@@ -130,17 +132,27 @@ kv()	# kv KEY < key=value line
 		if (substr($i, 1, n - 1) == k) print substr($i, n + 1) } }'
 }
 
+# per_mss's header and sk_buff sizes of this build, bytes: "H S" from the
+# rcvbuf line of /proc/net/bbrx_hooks (" per_mss=pow2(mss+H)+S").
+rcv_per_mss_sizes()
+{
+	sed -n 's/^rcvbuf .* per_mss=pow2(mss+\([0-9]*\))+\([0-9]*\).*/\1 \2/p' \
+		/proc/net/bbrx_hooks
+}
+
 # The formula of the policy, from the netns' sysctls and the socket's MSS.
 rcv_expected()
 {
-	local mode=$1 mss=$2 rmem1 rmem2 mod
+	local mode=$1 mss=$2 rmem1 rmem2 mod hdr skb
 
 	read -r _ rmem1 rmem2 < <(ip netns exec "$RCV" sysctl -n net.ipv4.tcp_rmem)
 	mod=$(ip netns exec "$RCV" sysctl -n net.ipv4.tcp_moderate_rcvbuf)
-	awk -v mode="$mode" -v mss="$mss" -v r1="$rmem1" -v r2="$rmem2" -v mod="$mod" 'BEGIN {
+	read -r hdr skb < <(rcv_per_mss_sizes)
+	awk -v mode="$mode" -v mss="$mss" -v r1="$rmem1" -v r2="$rmem2" -v mod="$mod" \
+	    -v hdr="$hdr" -v skb="$skb" 'BEGIN {
 		if (mode == 0) { print r1; exit }
-		p = 1; while (p < mss + 256 + 320) p *= 2
-		per = p + 256
+		p = 1; while (p < mss + hdr) p *= 2
+		per = p + skb
 		rwnd = mss <= 1460 ? 20 : int(1460 * 20 / mss); if (rwnd < 2) rwnd = 2
 		mem = 2 * rwnd * per; if (mod) mem *= 4
 		if (mem > r2) mem = r2
@@ -351,6 +363,8 @@ rcv_setup()
 	check_err $? "flows failed:$FLOW_FAILS"
 	[[ $GSO_NOW == 1 ]]
 	check_err $? "sender gso_max_segs is $GSO_NOW, not 1"
+	[[ $(rcv_per_mss_sizes) =~ ^[1-9][0-9]*\ [1-9][0-9]*$ ]]
+	check_err $? "no per_mss=pow2(mss+H)+S in '$(hook_line rcvbuf)'"
 	log_test "rcvbuf hooks installed, sysctls and route settable, all flows ran" "$(hook_line rcvbuf)"
 }
 

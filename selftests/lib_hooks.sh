@@ -22,6 +22,41 @@ hook_states()
 	echo "$out"
 }
 
+# BBRX_EXPECT_REFUSED: hooks the kernel under test is known to refuse,
+# space separated (set by the Makefile for a kernel lane whose README entry
+# quotes the code the verifier does not accept; empty: every hook installs).
+# hook_expected NAME: the state hook NAME must have on this kernel.
+hook_expected()
+{
+	if [[ " ${BBRX_EXPECT_REFUSED:-} " == *" $1 "* ]]; then
+		echo refused
+	else
+		echo installed
+	fi
+}
+
+# hooks_expected NAME...: hook_expected of each, joined by "/".
+hooks_expected()
+{
+	local h out=
+
+	for h in "$@"; do
+		out+="${out:+/}$(hook_expected "$h")"
+	done
+	echo "$out"
+}
+
+# hooks_usable NAME...: the named hooks this kernel must install.
+hooks_usable()
+{
+	local h out=
+
+	for h in "$@"; do
+		[[ $(hook_expected "$h") == installed ]] && out+="${out:+ }$h"
+	done
+	echo "$out"
+}
+
 # hook_line NAME: the whole line of hook NAME.
 hook_line()
 {

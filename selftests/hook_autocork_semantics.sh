@@ -13,7 +13,10 @@
 #          write that appends to that skb clears the mark first, in
 #          tcp_sendmsg_locked, so a segment holding several write ends carries
 #          PSH only if it ends at the last of them: with TCP_NODELAY the last
-#          segment of each push carries PSH, as the kernel always did.)
+#          segment of each push carries PSH, as the kernel always did.
+#          The writer's send buffer is large enough that send() never
+#          blocks: where it blocks for memory the kernel pushes, with PSH,
+#          in the middle of a write; seen once in mode 3 on 2026-12-01.)
 #   more   3 x 200 bytes with MSG_MORE (5 ms apart), then 100 bytes without:
 #          no segment ends inside a round (MSG_MORE holds the data until the
 #          write without it), the round's last segment carries PSH
@@ -42,6 +45,7 @@ source "$(dirname "$0")/lib_hooks.sh"
 MODES="0 1 2 3"
 PATTERNS="psh more oob"
 ROUNDS=${BBRX_SEM_ROUNDS:-20}
+SNDBUF=1048576	# bytes; a round of the psh pattern needs < 100 KB of truesize
 CTRS="TcpExtTCPAutoCorking Bbrx:AutocorkCorked Bbrx:AutocorkDeclined"
 declare -A R
 
@@ -131,8 +135,11 @@ run_mode()
 		cport=$((42000 + 10 * m + k))
 		k=$((k + 1))
 		echo "$cport" >"$pre-$pat.port"
+		# -s: a send buffer the writer never waits for (where send()
+		# blocks the kernel sets PSH mid-write; tcp_write_pattern.c)
 		ip netns exec "$SND" "$LIB_DIR/tcp_write_pattern" -C cubic -n -b "$cport" \
-			-r "$ROUNDS" "$RCV_IP4" "$SINK_PORT" "$pat" >"$pre-$pat.writes" 2>"$pre-$pat.err" ||
+			-r "$ROUNDS" -s "$SNDBUF" "$RCV_IP4" "$SINK_PORT" "$pat" \
+			>"$pre-$pat.writes" 2>"$pre-$pat.err" ||
 			WRITER_FAILS+=" $m/$pat($(head -c 200 "$pre-$pat.err"))"
 	done
 	sleep 0.5

@@ -4,7 +4,8 @@
  * connection and print where each write ends in the byte stream, so that a
  * capture of the segments can be checked write by write (hook_autocork_semantics.sh).
  *
- *   tcp_write_pattern [-C CC] [-n] [-b LPORT] [-r ROUNDS] [-g MS] ADDR PORT PATTERN
+ *   tcp_write_pattern [-C CC] [-n] [-b LPORT] [-r ROUNDS] [-g MS] [-s BYTES]
+ *                     ADDR PORT PATTERN
  *
  *   -C CC      TCP_CONGESTION (default: the netns default)
  *   -b LPORT   bind to this local port (to tell connections apart in a capture)
@@ -12,6 +13,11 @@
  *   -r ROUNDS  how many times the pattern is repeated (default 20)
  *   -g MS      pause after each round, ms (default 20): the next round starts
  *              with nothing in flight
+ *   -s BYTES   SO_SNDBUFFORCE (needs CAP_NET_ADMIN): a send buffer the
+ *              writer never waits for. Where send() blocks for memory the
+ *              kernel pushes the tail skb with PSH (tcp_sendmsg_locked's
+ *              wait_for_space), so PSH then also ends a segment in the
+ *              middle of a write.
  *
  * PATTERN (one round):
  *   psh    40 back-to-back writes of 300 bytes (autocorking merges some)
@@ -46,7 +52,7 @@ static void die(const char *what)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: tcp_write_pattern [-C CC] [-n] [-b LPORT] [-r ROUNDS] [-g MS] ADDR PORT psh|more|oob\n");
+		"usage: tcp_write_pattern [-C CC] [-n] [-b LPORT] [-r ROUNDS] [-g MS] [-s BYTES] ADDR PORT psh|more|oob\n");
 	exit(2);
 }
 
@@ -79,11 +85,11 @@ static void wr(int fd, size_t len, int flags, char kind)
 int main(int argc, char **argv)
 {
 	struct addrinfo hints = { 0 }, *ai;
-	int opt, nodelay = 0, rounds = 20, gap = 20, lport = 0, fd, r, i, err;
+	int opt, nodelay = 0, rounds = 20, gap = 20, lport = 0, sndbuf = 0, fd, r, i, err;
 	const char *cc = NULL, *pattern;
 	char drain[256];
 
-	while ((opt = getopt(argc, argv, "C:nb:r:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "C:nb:r:g:s:")) != -1) {
 		switch (opt) {
 		case 'C':
 			cc = optarg;
@@ -99,6 +105,11 @@ int main(int argc, char **argv)
 			break;
 		case 'g':
 			gap = atoi(optarg);
+			break;
+		case 's':
+			sndbuf = atoi(optarg);
+			if (sndbuf <= 0)
+				usage();
 			break;
 		default:
 			usage();
@@ -124,6 +135,8 @@ int main(int argc, char **argv)
 		die("TCP_CONGESTION");
 	if (nodelay && setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay)))
 		die("TCP_NODELAY");
+	if (sndbuf && setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)))
+		die("SO_SNDBUFFORCE");
 	if (lport) {
 		struct sockaddr_storage ss = { 0 };
 		int one = 1;

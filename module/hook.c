@@ -397,11 +397,28 @@ static int (*bbrx_kallsyms_size)(unsigned long addr, unsigned long *symbolsize,
  *   __rcu_read_lock, __rcu_read_unlock  preemptible RCU's read side (a
  *	per-task counter; the unlock's slow path takes raw spinlocks only)
  *   ktime_get                          a seqcount retry loop, no lock
+ *   rcu_is_watching                    reads a per-cpu counter
+ * on debug kernels also the instrumentation the compiler adds to our code,
+ * none of which sleeps (make check-debug):
+ *   lockdep (PROVE_LOCKING/PROVE_RCU): debug_lockdep_rcu_enabled,
+ *	lock_acquire, lock_release, rcu_read_lock_held, lockdep_rcu_suspicious
+ *	(irqs off, lockdep's raw lock)
+ *   KASAN: __kasan_check_read/write and __asan_report_*_noabort (a shadow
+ *	lookup; a report prints under a raw spinlock and returns)
  * and module functions (bbrx_stats_late(), helpers the compiler did not
  * inline), which are decoded and checked in turn.
  */
 static const char * const bbrx_leaf_calls[] = {
-	"__rcu_read_lock", "__rcu_read_unlock", "ktime_get",
+	"__rcu_read_lock", "__rcu_read_unlock", "ktime_get", "rcu_is_watching",
+	"debug_lockdep_rcu_enabled", "lock_acquire", "lock_release",
+	"rcu_read_lock_held", "lockdep_rcu_suspicious",
+	"__kasan_check_read", "__kasan_check_write",
+	"__asan_report_load1_noabort", "__asan_report_load2_noabort",
+	"__asan_report_load4_noabort", "__asan_report_load8_noabort",
+	"__asan_report_load16_noabort", "__asan_report_load_n_noabort",
+	"__asan_report_store1_noabort", "__asan_report_store2_noabort",
+	"__asan_report_store4_noabort", "__asan_report_store8_noabort",
+	"__asan_report_store16_noabort", "__asan_report_store_n_noabort",
 };
 
 static unsigned long bbrx_leaf_addr[ARRAY_SIZE(bbrx_leaf_calls)];

@@ -10,16 +10,23 @@ hook_state()
 	awk -v h="$1" '$1 == h { s = $3; sub(/:$/, "", s); print s }' /proc/net/bbrx_hooks 2>/dev/null
 }
 
+# hooks_map FN NAME...: FN NAME for each NAME, joined by "/".
+hooks_map()
+{
+	local fn=$1 h out=
+
+	shift
+	for h in "$@"; do
+		out+="${out:+/}$("$fn" "$h")"
+	done
+	echo "$out"
+}
+
 # hook_states NAME...: the states of the named hooks joined by "/"
 # (installed/installed/...).
 hook_states()
 {
-	local h out=
-
-	for h in "$@"; do
-		out+="${out:+/}$(hook_state "$h")"
-	done
-	echo "$out"
+	hooks_map hook_state "$@"
 }
 
 # BBRX_EXPECT_REFUSED: hooks the kernel under test is known to refuse,
@@ -38,12 +45,7 @@ hook_expected()
 # hooks_expected NAME...: hook_expected of each, joined by "/".
 hooks_expected()
 {
-	local h out=
-
-	for h in "$@"; do
-		out+="${out:+/}$(hook_expected "$h")"
-	done
-	echo "$out"
+	hooks_map hook_expected "$@"
 }
 
 # hooks_usable NAME...: the named hooks this kernel must install.

@@ -143,8 +143,6 @@ unsigned long bbrx_hook_resolve(const char *symbol);
 int bbrx_hooks_net_init(struct net *net);
 void bbrx_hooks_net_exit(struct net *net);
 bool bbrx_hook_fault(enum bbrx_hook_id id);
-int bbrx_hook_match(unsigned long addr, size_t off, const u8 *pat, size_t len,
-		    bool fault, char *reason, size_t rlen);
 int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 		     size_t rlen);
 long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
@@ -153,6 +151,8 @@ int bbrx_hook_calls_check(unsigned long addr, bool fault, char *reason,
 			  size_t rlen);
 int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
 			 char *reason, size_t rlen);
+struct insn;
+int bbrx_hook_insn(const u8 *buf, size_t len, struct insn *insn);
 
 /**
  * bbrx_sk_in_scope() - does a hook act on this socket at all?

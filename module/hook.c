@@ -739,43 +739,6 @@ void bbrx_hooks_net_exit(struct net *net)
 }
 
 /**
- * bbrx_hook_match() - compare kernel text with an expected byte pattern
- * @addr: function address
- * @off: offset of the pattern in the function
- * @pat: expected bytes
- * @len: pattern length
- * @fault: expect a deliberately wrong pattern (fault_verify)
- * @reason: set to why the text does not match
- * @rlen: size of @reason
- *
- * Return: 0 on a match, -ENOEXEC otherwise (or -EFAULT if unreadable).
- */
-int bbrx_hook_match(unsigned long addr, size_t off, const u8 *pat, size_t len,
-		    bool fault, char *reason, size_t rlen)
-{
-	u8 text[32];
-	size_t i;
-
-	if (WARN_ON_ONCE(len > sizeof(text)))
-		return -EINVAL;
-	if (copy_from_kernel_nofault(text, (void *)(addr + off), len)) {
-		snprintf(reason, rlen, "text at +%#zx unreadable", off);
-		return -EFAULT;
-	}
-	if (fault)
-		text[0] ^= 0xff;	/* what a different build would show */
-	for (i = 0; i < len; i++) {
-		if (text[i] != pat[i]) {
-			snprintf(reason, rlen,
-				 "unexpected instruction bytes at +%#zx (%02x, expected %02x)",
-				 off + i, text[i], pat[i]);
-			return -ENOEXEC;
-		}
-	}
-	return 0;
-}
-
-/**
  * bbrx_hook_find() - find a byte pattern in kernel text
  * @addr: function address
  * @start: first offset searched, bytes
@@ -850,6 +813,28 @@ int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 	snprintf(reason, rlen, "no ftrace site at entry (%*ph)",
 		 (int)sizeof(text), text);
 	return -ENOEXEC;
+}
+
+/**
+ * bbrx_hook_insn() - decode one instruction from a copy of kernel text
+ * @buf: the bytes, copied with copy_from_kernel_nofault()
+ * @len: bytes available in @buf
+ * @insn: the decoded instruction
+ *
+ * For verifiers that check what a few instructions do rather than their
+ * exact bytes, which the compiler's scheduling changes between builds.
+ *
+ * Return: 0; -ENOENT when the kernel's insn_decode() was not found,
+ * -ENOEXEC when the bytes do not decode.
+ */
+int bbrx_hook_insn(const u8 *buf, size_t len, struct insn *insn)
+{
+	if (!bbrx_insn_decode)
+		return -ENOENT;
+	if (bbrx_insn_decode(insn, buf, min_t(size_t, len, MAX_INSN_SIZE),
+			     INSN_MODE_KERN) < 0 || !insn->length)
+		return -ENOEXEC;
+	return 0;
 }
 
 /* Relative branch (jcc, jmp, loop/jcxz): its target offset, else -1. */

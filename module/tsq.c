@@ -21,7 +21,9 @@
  * for retransmits), plus the tcp_tx_delay allowance.
  */
 #include <linux/kernel.h>
+#include <linux/uaccess.h>
 #include <net/tcp.h>
+#include <asm/insn.h>
 
 #include "bbrx.h"
 #include "compat.h"
@@ -105,37 +107,156 @@ bool bbrx_tsq_small_queue_check(struct sock *sk, unsigned int truesize,
 	return false;
 }
 
+/* Registers by their x86 number (REX extension included). */
+#define BBRX_RSI	6
+#define BBRX_RDI	7
+/* The clone's prologue is searched this far. */
+#define BBRX_TSQ_SCAN	48
+
+static u8 bbrx_insn_rex(const struct insn *insn)
+{
+	return insn->rex_prefix.nbytes ? insn->rex_prefix.bytes[0] : 0;
+}
+
+static int bbrx_insn_reg(const struct insn *insn)
+{
+	return X86_MODRM_REG(insn->modrm.value) +
+	       (X86_REX_R(bbrx_insn_rex(insn)) ? 8 : 0);
+}
+
+static int bbrx_insn_rm(const struct insn *insn)
+{
+	return X86_MODRM_RM(insn->modrm.value) +
+	       (X86_REX_B(bbrx_insn_rex(insn)) ? 8 : 0);
+}
+
+/*
+ * The general register a prologue instruction writes: 0-15, -1 for none
+ * (push, a store to memory), -2 for an instruction outside the forms a
+ * prologue is made of here, which ends the search.
+ */
+static int bbrx_tsq_insn_dest(const struct insn *insn)
+{
+	const u8 op = insn->opcode.bytes[0];
+	const bool reg_dst = X86_MODRM_MOD(insn->modrm.value) == 3;
+
+	if (op >= 0x50 && op <= 0x57)			/* push */
+		return -1;
+	switch (op) {
+	case 0x01: case 0x29: case 0x31: case 0x89:	/* add/sub/xor/mov r -> r/m */
+	case 0xc1: case 0xd1:				/* shifts */
+		return reg_dst ? bbrx_insn_rm(insn) : -1;
+	case 0x03: case 0x2b: case 0x33: case 0x8b: case 0x8d:	/* -> r */
+		return bbrx_insn_reg(insn);
+	case 0x0f:					/* movzx/movsx */
+		if (insn->opcode.nbytes == 2 &&
+		    (insn->opcode.bytes[1] & 0xf6) == 0xb6)
+			return bbrx_insn_reg(insn);
+		return -2;
+	}
+	return -2;
+}
+
+/* mov disp(%rdi),%r64 with disp == @off: the socket's sk_pacing_rate. */
+static bool bbrx_tsq_loads_rate(const struct insn *insn, u32 off)
+{
+	u8 mod = X86_MODRM_MOD(insn->modrm.value);
+
+	return insn->opcode.bytes[0] == 0x8b && X86_REX_W(bbrx_insn_rex(insn)) &&
+	       (mod == 1 || mod == 2) && bbrx_insn_rm(insn) == BBRX_RDI &&
+	       (u32)insn->displacement.value == off;
+}
+
+/* add %esi,%esi; shl %esi; lea (%rsi,%rsi,1),r or lea 0(,%rsi,2),r */
+static bool bbrx_tsq_doubles_esi(const struct insn *insn)
+{
+	const u8 op = insn->opcode.bytes[0];
+	u8 modrm = insn->modrm.value, sib = insn->sib.value;
+	u8 rex = bbrx_insn_rex(insn);
+
+	if (op == 0x01 && X86_MODRM_MOD(modrm) == 3)
+		return bbrx_insn_rm(insn) == BBRX_RSI &&
+		       bbrx_insn_reg(insn) == BBRX_RSI;
+	if (op == 0xd1 && X86_MODRM_MOD(modrm) == 3)
+		return X86_MODRM_REG(modrm) == 4 && bbrx_insn_rm(insn) == BBRX_RSI;
+	if (op != 0x8d || X86_MODRM_MOD(modrm) != 0 ||
+	    X86_MODRM_RM(modrm) != 4 || X86_REX_X(rex) || X86_REX_B(rex))
+		return false;
+	if (X86_SIB_INDEX(sib) != BBRX_RSI)
+		return false;
+	return (X86_SIB_BASE(sib) == BBRX_RSI && X86_SIB_SCALE(sib) == 0) ||
+	       (X86_SIB_BASE(sib) == 5 && X86_SIB_SCALE(sib) == 1 &&
+		!insn->displacement.value);
+}
+
 /**
  * bbrx_tsq_verify() - check the isra clone's calling convention
  * @addr: address of tcp_small_queue_check.isra.0
  * @reason: why not, on failure
  * @len: size of @reason
  *
- * GCC's clone takes (sk, skb->truesize, factor). Its first instructions after
- * the fentry call show it: rdi is the socket (sk_pacing_rate is loaded from
- * it at this build's offset) and esi is doubled as 2 * truesize:
- *   mov %rdi,%rax; mov sk_pacing_rate(%rdi),%rdi; add %esi,%esi
+ * GCC's clone takes (sk, skb->truesize, factor). Its prologue shows it: rdi
+ * is the socket (sk_pacing_rate is loaded from it at this build's offset)
+ * and esi is doubled as 2 * truesize, each before anything overwrites that
+ * register. The instructions are decoded with the kernel's insn_decode(),
+ * not matched byte for byte, because builds schedule them differently:
+ *   6.1 cloud  mov %rdi,%rax; mov rate(%rdi),%rdi; add %esi,%esi
+ *   6.1 with lockdep and KASAN (make check-debug)
+ *              movzbl shift(%rdi),%ecx; mov rate(%rdi),%rax; push %r12;
+ *              mov %edx,%r12d; lea (%rsi,%rsi,1),%edx
  * Redirecting a local function relies on -flive-patching=inline-clone
  * (CONFIG_LIVEPATCH), under which callers assume nothing beyond the ABI.
  *
- * Return: 0 if the hook may be installed, -ENOEXEC otherwise.
+ * Return: 0 if the hook may be installed; -ENOEXEC (-EFAULT if the text is
+ * unreadable, -ENOENT without insn_decode()) otherwise, with @reason.
  */
 int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len)
 {
 	u32 off = offsetof(struct sock, sk_pacing_rate);
-	const u8 pat[] = {
-		0x48, 0x89, 0xf8,			/* mov %rdi,%rax */
-		0x48, 0x8b, 0xbf,			/* mov off(%rdi),%rdi */
-		off & 0xff, (off >> 8) & 0xff, (off >> 16) & 0xff, off >> 24,
-		0x01, 0xf6,				/* add %esi,%esi */
-	};
+	bool rdi_live = true, rsi_live = true, rate = false, twice = false;
+	size_t start = 5 + bbrx_endbr_len(addr), pos = 0;
+	u8 text[BBRX_TSQ_SCAN + MAX_INSN_SIZE];
+	struct insn insn;
+	int err, dest;
 
 	if (!IS_ENABLED(CONFIG_LIVEPATCH)) {
 		snprintf(reason, len,
 			 "kernel built without CONFIG_LIVEPATCH: a local function's ABI is not guaranteed");
 		return -ENOEXEC;
 	}
+	/* fault_verify: an offset no build loads, as if the struct differed */
+	if (bbrx_hook_fault(BBRX_HOOK_TSQ))
+		off = U32_MAX;
 	/* after the 5-byte fentry call site (and ENDBR64 where present) */
-	return bbrx_hook_match(addr, 5 + bbrx_endbr_len(addr), pat, sizeof(pat),
-			       bbrx_hook_fault(BBRX_HOOK_TSQ), reason, len);
+	if (copy_from_kernel_nofault(text, (void *)(addr + start), sizeof(text))) {
+		snprintf(reason, len, "text at +%#zx unreadable", start);
+		return -EFAULT;
+	}
+	while (pos < BBRX_TSQ_SCAN && !(rate && twice)) {
+		err = bbrx_hook_insn(text + pos, sizeof(text) - pos, &insn);
+		if (err) {
+			snprintf(reason, len, err == -ENOENT ?
+				 "insn_decode not found" :
+				 "text at +%#zx does not decode", start + pos);
+			return err;
+		}
+		dest = bbrx_tsq_insn_dest(&insn);
+		if (dest == -2)
+			break;
+		if (rdi_live && bbrx_tsq_loads_rate(&insn, off))
+			rate = true;
+		if (rsi_live && bbrx_tsq_doubles_esi(&insn))
+			twice = true;
+		/* the source is read before the destination is written */
+		rdi_live &= dest != BBRX_RDI;
+		rsi_live &= dest != BBRX_RSI;
+		pos += insn.length;
+	}
+	if (rate && twice)
+		return 0;
+	snprintf(reason, len,
+		 "prologue +%#zx..+%#zx: %s (expected rdi = sk, esi = truesize)",
+		 start, start + pos, !rate ?
+		 "no load of sk_pacing_rate from %rdi" : "%esi not doubled");
+	return -ENOEXEC;
 }

@@ -301,15 +301,25 @@ policies_on()
 	bbrx_sysctl_set "$SND" autocork 1 || check_err 1 "sysctl autocork 1 failed"
 }
 
-# hooks_act WHAT: one foreground flow; bbrx's send and receive hook
-# counters move.
+# hooks_act WHAT [tbf]: one foreground flow; bbrx's send and receive hook
+# counters move.  With tbf the flow leaves through a 100 Mbit tbf on the
+# sender's NIC, where skbs wait charged to the socket, so that TSQ
+# throttles: without autocork, tsq is the only send-side hook, and a fast
+# NIC can complete every skb before TSQ's limit is reached (send +0 once
+# on 6.1 cloud, 2026-12-01).
 hooks_act()
 {
 	local s0 r0 s1 r1
 
+	if [[ ${2:-} == tbf ]]; then
+		tc -n "$SND" qdisc replace dev "$SND_IF" root tbf rate 100mbit \
+			burst 15140 limit 1000000
+		check_err $? "$1: tbf on $SND_IF"
+	fi
 	s0=$(hooks_counters_sum "$SND")
 	r0=$(hooks_counters_sum "$RCV")
 	fg_flow "act-$RANDOM" "$1"
+	[[ ${2:-} == tbf ]] && tc -n "$SND" qdisc del dev "$SND_IF" root
 	s1=$(hooks_counters_sum "$SND")
 	r1=$(hooks_counters_sum "$RCV")
 	[[ $s1 -gt $s0 && $r1 -gt $r0 ]]
@@ -488,7 +498,7 @@ livepatch_first()
 	check_err $? "$w: autocork=1 with the hook refused: $e, expected EOPNOTSUPP"
 	policies_on no-autocork
 	c0=$(klp_calls)
-	hooks_act "$w"
+	hooks_act "$w" tbf
 	c1=$(klp_calls)
 	[[ $c1 -gt $c0 ]]
 	check_err $? "$w: the livepatch's tcp_push did not run during the flow ($c0 -> $c1 calls)"

@@ -157,7 +157,7 @@ fault_case()
 
 refuse_tsq()
 {
-	fault_case tsq autocork "unexpected instruction bytes"
+	fault_case tsq autocork "no load of sk_pacing_rate from %rdi"
 	log_test "fault_verify=tsq: tsq refused with reason, EOPNOTSUPP, autocork and bbrx work"
 }
 

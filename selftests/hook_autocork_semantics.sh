@@ -254,13 +254,17 @@ sem_urgent()
 }
 
 # The properties were checked while the policies acted: post-change and the
-# kernel corked, never did not, bbrx counted only where it acts.
+# kernel corked, never did not, bbrx counted only where it acts.  Whether
+# a write finds an skb of the socket still in the qdisc or NIC (and so
+# corks at all) depends on the sender's speed against the link's, a timing
+# outcome like a rate: the debug kernel under TCG (BBRX_FUNCTIONAL=1) may
+# never cork, so those two checks are logged only there.
 sem_corking_exercised()
 {
 	fcmp "${R[1,corked]}" '>' 0
-	check_err $? "mode 1: AutocorkCorked did not move (the patterns never corked)"
+	check_ratio $? "mode 1: AutocorkCorked did not move (the patterns never corked)"
 	fcmp "${R[0,tcpac]}" '>' 0
-	check_err $? "mode 0: TcpExtTCPAutoCorking did not move"
+	check_ratio $? "mode 0: TcpExtTCPAutoCorking did not move"
 	[[ ${R[3,corked]} == 0 && ${R[3,tcpac]} == 0 ]]
 	check_err $? "mode 3 corked (Corked ${R[3,corked]}, TCPAutoCorking ${R[3,tcpac]})"
 	fcmp "${R[3,declined]}" '>' 0

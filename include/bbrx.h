@@ -40,6 +40,8 @@ enum bbrx_stat_item {
 	BBRX_STAT_RCVBUF_GROWN,		/* growth re-sized with per_mss */
 	BBRX_STAT_DELACK_PUSH_MARKED,	/* >= rcv_mss PSH marked (policy 1) */
 	BBRX_STAT_DELACK_PUSH_SUPPRESSED, /* >= rcv_mss PSH: no PUSHED mark */
+	BBRX_STAT_LT_BW_USED,		/* policer found: pacing at lt_bw */
+	BBRX_STAT_PROBE_RTT_IDLE_EXIT,	/* PROBE_RTT ended on restart from idle */
 	BBRX_STAT_MAX
 };
 

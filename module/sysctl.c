@@ -50,8 +50,11 @@ static struct bbrx_param bbrx_params[] = {
 	BBRX_PARAM(scope, BBRX_SCOPE_BBRX, 0, 1),
 	/* STARTUP pacing and cwnd gain, 2/ln(2) doubles delivery per round */
 	BBRX_PARAM(high_gain, 2885, 1000, 10000),
-	/* DRAIN pacing gain, 1/high_gain empties the STARTUP queue in a round */
-	BBRX_PARAM(drain_gain, 347, 100, 1000),
+	/*
+	 * DRAIN pacing gain, 1/high_gain empties the STARTUP queue in a round;
+	 * 344 is in-tree BBR's 88/256 (0.34375)
+	 */
+	BBRX_PARAM(drain_gain, 344, 100, 1000),
 	/* PROBE_BW cwnd gain: room for delayed and stretched ACKs */
 	BBRX_PARAM(cwnd_gain, 2000, 1000, 10000),
 	/* PROBE_BW probing phase pacing gain */

@@ -102,7 +102,7 @@ gso_cap pacing_shift"
 BBRX_SYSCTL_TABLE="\
 scope 0 0 1
 high_gain 2885 1000 10000
-drain_gain 347 100 1000
+drain_gain 344 100 1000
 cwnd_gain 2000 1000 10000
 probe_bw_up_gain 1250 1000 3000
 probe_bw_down_gain 750 100 1000

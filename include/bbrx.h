@@ -77,6 +77,7 @@ struct bbrx_net {
 	int tso_margin;
 	int gso_cap;
 	int pacing_shift;
+	int lt_bw;		/* 1 long-term (policer) bw sampling, 0 off */
 	int autocork;		/* enum bbrx_policy, 3 = never cork */
 	int tsq;		/* enum bbrx_policy */
 	int rcvbuf;		/* 0 kernel, 1 per_mss */

@@ -572,6 +572,11 @@ static void bbrx_lt_bw_sampling(struct sock *sk, const struct rate_sample *rs,
 	u64 bw;
 	u32 t;
 
+	if (!READ_ONCE(bn->lt_bw)) {	/* switched off: forget it all */
+		if (b->lt_use_bw || b->lt_is_sampling)
+			bbrx_lt_reset(sk);
+		return;
+	}
 	if (b->lt_use_bw) {
 		if (b->mode == BBRX_PROBE_BW && b->round_start &&
 		    ++b->lt_rtt_cnt >= BBRX_LT_BW_MAX_RTTS) {

@@ -73,6 +73,8 @@ static struct bbrx_param bbrx_params[] = {
 	BBRX_PARAM(gso_cap, 0, 0, 1),
 	/* sk_pacing_shift of bbrx sockets: goal = pacing_rate >> shift bytes */
 	BBRX_PARAM(pacing_shift, 10, 4, 16),
+	/* 1: long-term (policer) bw sampling as 6.1's tcp_bbr.c; 0: off */
+	BBRX_PARAM(lt_bw, 1, 0, 1),
 	/* 0 kernel, 1 post-114f39feab36, 2 pre (4.15 regression), 3 never */
 	BBRX_POLICY(autocork, 0, 3, BIT(BBRX_HOOK_AUTOCORK)),
 	/* 0 kernel, 1 single-skb shortcut (Oct 2023), 2 without it */

@@ -96,7 +96,7 @@ TOPO_UP=0
 
 BBRX_SYSCTLS="scope high_gain drain_gain cwnd_gain probe_bw_up_gain \
 probe_bw_down_gain extra_acked_gain min_rtt_win_ms probe_rtt_ms tso_margin \
-gso_cap pacing_shift"
+gso_cap pacing_shift lt_bw"
 
 # name default min max
 BBRX_SYSCTL_TABLE="\
@@ -111,7 +111,8 @@ min_rtt_win_ms 10000 100 600000
 probe_rtt_ms 200 10 10000
 tso_margin 3 0 16
 gso_cap 0 0 1
-pacing_shift 10 4 16"
+pacing_shift 10 4 16
+lt_bw 1 0 1"
 
 ##############################################################################
 # TAP and result bookkeeping

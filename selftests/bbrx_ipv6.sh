@@ -50,7 +50,11 @@ ipv6_flow()
 	check_err $? "iperf3 reports sender cc '$(iperf3_cc "$TMPD/v6.json")'"
 	((n6 > 0))
 	check_err $? "ss samples are not of an IPv6 connection"
-	((n >= 5)) && [[ $(grep -c ' cc=bbrx' "$TMPD/v6.samples") -eq $n ]]
+	# ss is sampled every 0.25 s; a debug kernel under TCG
+	# (BBRX_FUNCTIONAL=1) took seconds per sample (1 or 2 in 5 s, 2026-12-01),
+	# so one sample counts there.
+	((n >= (${BBRX_FUNCTIONAL:-0} == 1 ? 1 : 5))) &&
+		[[ $(grep -c ' cc=bbrx' "$TMPD/v6.samples") -eq $n ]]
 	check_err $? "ss does not show bbrx for the IPv6 flow ($n samples)"
 	((s1 > s0 && x1 > x0))
 	check_err $? "counters did not move: SocketsInit $s0 -> $s1, StartupExit $x0 -> $x1"

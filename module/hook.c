@@ -244,6 +244,9 @@ static bool bbrx_ftrace_off(void)
 	return bbrx_ftrace_enabled && !READ_ONCE(*bbrx_ftrace_enabled);
 }
 
+/* Serialises policy writes that change how many netns need a hook. */
+static DEFINE_MUTEX(bbrx_hook_mutex);
+
 /*
  * Why an installed hook does not act right now, from the live state of
  * ftrace and kprobes (not from install time), or NULL when it does.
@@ -272,6 +275,9 @@ static const char *bbrx_hook_inactive(const struct bbrx_hook *h)
  * bbrx_hook_installed() - may a policy of this hook be set?
  * @id: the hook
  *
+ * Caller holds bbrx_hook_lock(), under which a lazy kprobe's arming and
+ * its user count change together.
+ *
  * Return: true if the hook is installed and, checked now, acts: ftrace
  * (redirects, entry callbacks) neither disabled nor shut down, kprobes
  * not disarmed system-wide.
@@ -279,6 +285,8 @@ static const char *bbrx_hook_inactive(const struct bbrx_hook *h)
 bool bbrx_hook_installed(enum bbrx_hook_id id)
 {
 	const struct bbrx_hook *h = &bbrx_hooks[id];
+
+	lockdep_assert_held(&bbrx_hook_mutex);
 
 	return READ_ONCE(h->state) == BBRX_HOOK_INSTALLED &&
 	       !bbrx_hook_inactive(h);
@@ -294,9 +302,6 @@ const char *bbrx_hook_name(enum bbrx_hook_id id)
 {
 	return bbrx_hooks[id].name;
 }
-
-/* Serialises policy writes that change how many netns need a hook. */
-static DEFINE_MUTEX(bbrx_hook_mutex);
 
 /**
  * bbrx_hook_lock() - take the mutex policy changes hold
@@ -359,25 +364,26 @@ int bbrx_hook_users(unsigned long mask, int delta)
 	lockdep_assert_held(&bbrx_hook_mutex);
 	for_each_set_bit(id, &mask, BBRX_HOOK_MAX) {
 		struct bbrx_hook *h = &bbrx_hooks[id];
+		bool lazy = h->lazy && h->state == BBRX_HOOK_INSTALLED;
 
-		h->users += delta;
-		if (WARN_ON_ONCE(h->users < 0))
-			h->users = 0;
-		done |= BIT(id);
-		if (!h->lazy || h->state != BBRX_HOOK_INSTALLED)
-			continue;
-		if (delta > 0 && h->users == 1) {
+		/*
+		 * Armed before it counts its first user, disarmed after the
+		 * last one left, so that users > 0 always means armed.
+		 */
+		if (lazy && delta > 0 && !h->users) {
 			err = bbrx_hook_arm(h);
 			if (err) {
-				h->users--;
-				done &= ~BIT(id);
 				if (done)
 					bbrx_hook_users(done, -1);
 				return err;
 			}
-		} else if (delta < 0 && h->users == 0) {
-			disable_kprobe(h->kp);
 		}
+		h->users += delta;
+		if (WARN_ON_ONCE(h->users < 0))
+			h->users = 0;
+		done |= BIT(id);
+		if (lazy && delta < 0 && !h->users)
+			disable_kprobe(h->kp);
 	}
 	return 0;
 }
@@ -692,6 +698,8 @@ static int bbrx_hooks_show(struct seq_file *seq, void *v)
 {
 	int i;
 
+	/* users and the kprobe's arming change together under the lock */
+	bbrx_hook_lock();
 	for (i = 0; i < BBRX_HOOK_MAX; i++) {
 		const struct bbrx_hook *h = &bbrx_hooks[i];
 		enum bbrx_hook_state state = READ_ONCE(h->state);
@@ -712,6 +720,7 @@ static int bbrx_hooks_show(struct seq_file *seq, void *v)
 			h->show(seq);
 		seq_putc(seq, '\n');
 	}
+	bbrx_hook_unlock();
 	return 0;
 }
 

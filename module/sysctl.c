@@ -129,29 +129,44 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 				    p->name);
 		return -EPERM;
 	}
-	if (val != BBRX_POLICY_KERNEL) {
-		for_each_set_bit(id, &p->hooks, BBRX_HOOK_MAX) {
-			if (bbrx_hook_installed(id))
-				continue;
-			pr_warn_ratelimited("bbrx: net.ipv4.bbrx.%s=%d needs hook %s, which is not installed or not active (see /proc/net/bbrx_hooks)\n",
-					    p->name, val, bbrx_hook_name(id));
-			return -EOPNOTSUPP;
-		}
-	}
 	bbrx_hook_lock();
 	/*
 	 * The table outlives pre_exit (it goes in .exit): a dying netns keeps
 	 * its policies at 0, or a write would add a hook user nobody drops.
 	 */
 	if (bn->dying) {
-		bbrx_hook_unlock();
-		return -ENOENT;
+		err = -ENOENT;
+		goto out;
 	}
-	/* Leaves or returns to BBRX_POLICY_KERNEL (0); arming may fail. */
-	if (!*cur != !val)
-		err = bbrx_hook_users(p->hooks, val ? 1 : -1);
-	if (!err)
+	/*
+	 * Checked under the lock: another netns arming or disarming the same
+	 * lazy kprobe must not look like an inactive hook.
+	 */
+	if (val != BBRX_POLICY_KERNEL) {
+		for_each_set_bit(id, &p->hooks, BBRX_HOOK_MAX) {
+			if (bbrx_hook_installed(id))
+				continue;
+			pr_warn_ratelimited("bbrx: net.ipv4.bbrx.%s=%d needs hook %s, which is not installed or not active (see /proc/net/bbrx_hooks)\n",
+					    p->name, val, bbrx_hook_name(id));
+			err = -EOPNOTSUPP;
+			goto out;
+		}
+	}
+	/*
+	 * Leaving 0, the hooks are armed before the value is visible (arming
+	 * may fail); returning to 0, the value goes first.
+	 */
+	if (!*cur == !val) {
 		WRITE_ONCE(*cur, val);
+	} else if (val) {
+		err = bbrx_hook_users(p->hooks, 1);
+		if (!err)
+			WRITE_ONCE(*cur, val);
+	} else {
+		WRITE_ONCE(*cur, val);
+		bbrx_hook_users(p->hooks, -1);	/* cannot fail */
+	}
+out:
 	bbrx_hook_unlock();
 	return err;
 }
@@ -188,8 +203,8 @@ void bbrx_sysctl_policies_off(struct bbrx_net *bn)
 
 		if (!p->hooks || *v == BBRX_POLICY_KERNEL)
 			continue;
-		bbrx_hook_users(p->hooks, -1);	/* cannot fail */
 		WRITE_ONCE(*v, BBRX_POLICY_KERNEL);
+		bbrx_hook_users(p->hooks, -1);	/* cannot fail */
 	}
 	bbrx_hook_unlock();
 }

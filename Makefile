@@ -202,6 +202,11 @@ DEBUG_TESTS ?= bbrx_load.sh bbrx_sysctl.sh bbrx_ipv6.sh bbrx_kern_sock.sh \
 	       stress_load_unload.sh stress_netns_churn.sh stress_sysctl_fuzz.sh \
 	       stress_scale.sh
 DEBUG_STRESS_FULL ?= 1
+# stress_scale's flow count there: the debug VM set up 124 connections in
+# 300 s (2026-12-01), so its full 1000 are out of reach; 100 flows still
+# run every hook under KASAN and lockdep (the count check-full uses is
+# the cloud kernel's).
+DEBUG_STRESS_FLOWS ?= 100
 # Hooks the debug build is known to refuse (none: all five install there).
 DEBUG_EXPECT_REFUSED ?=
 DEBUG_VM_MEM ?= 3072
@@ -222,7 +227,7 @@ check-debug: deps
 		VM_MEM=$(DEBUG_VM_MEM) VM_APPEND="log_buf_len=16M $(VM_APPEND)" \
 		$(ROOT)/scripts/vm-run --ko $(DEBUG_MOD)/tcp_bbrx.ko --dir $(DEBUG_MOD)/selftests \
 		--timeout $(DEBUG_TIMEOUT) -- \
-		BBRX_FUNCTIONAL=1 BBRX_STRESS_FULL=$(DEBUG_STRESS_FULL) BBRX_EXPECT_REFUSED='$(DEBUG_EXPECT_REFUSED)' KSFT_FAIL_ON_SKIP=1 KSFT_TIMEOUT=$(DEBUG_TEST_TIMEOUT) \
+		BBRX_FUNCTIONAL=1 BBRX_STRESS_FULL=$(DEBUG_STRESS_FULL) BBRX_STRESS_FLOWS=$(DEBUG_STRESS_FLOWS) BBRX_EXPECT_REFUSED='$(DEBUG_EXPECT_REFUSED)' KSFT_FAIL_ON_SKIP=1 KSFT_TIMEOUT=$(DEBUG_TEST_TIMEOUT) \
 		make run_debug DEBUG_TESTS="'$(DEBUG_TESTS)'"
 
 # hook_cost.sh in a VM whose clock counts instructions (selftests/Makefile,

@@ -312,8 +312,7 @@ hooks_act()
 	local s0 r0 s1 r1
 
 	if [[ ${2:-} == tbf ]]; then
-		tc -n "$SND" qdisc replace dev "$SND_IF" root tbf rate 100mbit \
-			burst 15140 limit 1000000
+		shape_sender_tbf 100
 		check_err $? "$1: tbf on $SND_IF"
 	fi
 	s0=$(hooks_counters_sum "$SND")

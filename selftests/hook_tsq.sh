@@ -43,10 +43,11 @@
 #     100 Mbit/s.  The report's NIC probably completed in batches tied to
 #     later transmissions, which a fixed delay does not model.
 # So the report's 5% gain is not reproduced here.  The test asserts what
-# it can: post-change at >= 93% of the goodput limit, post-change not below
-# pre-change beyond 3% noise (direction; where the modes behave alike their
-# medians of 3 still differed by up to 0.9%, e.g. 91.33 vs 92.15 in a
-# clean-clone make check), the counters of the mechanism
+# it can: post-change at >= 97% of kernel mode (its share of the goodput
+# limit is printed), post-change not below pre-change beyond 3% noise
+# (direction; where the modes behave alike their medians of 3 still
+# differed by up to 0.9%, e.g. 91.33 vs 92.15 in a clean-clone make check),
+# the counters of the mechanism
 # (TsqSingleSkb only in mode 1, TsqWithheld only in mode 2, TsqThrottled in
 # both, bbrx silent in mode 0), and prints the post/pre ratio.  The
 # counters come from one more flow per mode (BBRX_TSQ_LC_SECS, 2 s) over
@@ -157,9 +158,19 @@ tsq_hook_installed()
 
 tsq_post_goodput()
 {
-	fcmp "${GP[1]}" '>=' "$(calc "0.93 * $LIMIT")"
-	check_ratio $? "post-change goodput ${GP[1]} < 93% of $LIMIT Mbit/s"
-	log_test "post-change goodput >= 93% of the limit" "${GP[1]} of $LIMIT Mbit/s"
+	local r
+
+	# Side by side with mode 0 (the kernel's own rule, which has the
+	# shortcut on 6.1 and 6.12): the line-rate share is reported, not
+	# asserted, since a slow or busy host caps every mode alike (CI,
+	# 6.1 rt, 2026-12-01: 86.75 / 87.42 / 87.53 Mbit/s post / pre / kernel).
+	r=$(calc "${GP[1]} / ${GP[0]}")
+	fcmp "${GP[1]}" '>=' "$(calc "0.97 * ${GP[0]}")"
+	check_ratio $? "post-change goodput ${GP[1]} < 97% of kernel mode ${GP[0]} Mbit/s"
+	fcmp "${GP[1]}" '>=' "$(calc "0.93 * $LIMIT")" ||
+		log_info "post-change ${GP[1]} Mbit/s is below 93% of the $LIMIT Mbit/s limit (kernel mode ${GP[0]}): the VM, not the policy, caps this path"
+	log_test "post-change goodput >= 97% of kernel mode" \
+		"${GP[1]} vs ${GP[0]} Mbit/s, ratio $r, limit $LIMIT"
 }
 
 tsq_post_vs_pre()

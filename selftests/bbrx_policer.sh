@@ -40,12 +40,7 @@ declare -A GP RTX LT
 
 police_setup()
 {
-	modprobe -a act_police cls_matchall sch_ingress 2>/dev/null
-	tc -n "$RTR" qdisc del dev "$RTR_IF_R" clsact 2>/dev/null
-	tc -n "$RTR" qdisc add dev "$RTR_IF_R" clsact &&
-		tc -n "$RTR" filter add dev "$RTR_IF_R" egress matchall \
-			action police rate "${POLICE_RATE}mbit" burst "$POLICE_BURST" \
-			conform-exceed drop/pipe &&
+	shape_policer "$POLICE_RATE" "$POLICE_BURST" &&
 		shape_delay "$RTT" &&
 		ip netns exec "$SND" ethtool -K "$SND_IF" tso off gso off
 }

@@ -727,9 +727,23 @@ shape_delay()
 	tc -n "$RCV" qdisc add dev "$RCV_IF" root netem delay "${ms}ms" limit "$limit"
 }
 
+# shape_policer RATE_MBIT BURST_BYTES: a token-bucket policer (tc police,
+#   exceeding packets dropped, no queue) on the router's egress toward the
+#   receiver, in a clsact of its own beside any root qdisc.  Needs
+#   act_police and cls_matchall.
+shape_policer()
+{
+	modprobe -a act_police cls_matchall sch_ingress 2>/dev/null
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" clsact 2>/dev/null
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" clsact &&
+		tc -n "$RTR" filter add dev "$RTR_IF_R" egress matchall \
+			action police rate "${1}mbit" burst "$2" conform-exceed drop/pipe
+}
+
 shape_clear()
 {
 	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" clsact 2>/dev/null
 	tc -n "$RCV" qdisc del dev "$RCV_IF" root 2>/dev/null
 	return 0
 }

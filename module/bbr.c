@@ -378,7 +378,7 @@ static u32 bbrx_aggregation_cwnd(struct sock *sk, const struct bbrx_net *bn)
 	if (!gain || !b->full_bw_reached)
 		return 0;
 
-	cap = (u32)(((u64)bbrx_max_bw(sk) * BBRX_EXTRA_ACKED_MAX_US) >> BW_SCALE);
+	cap = (u32)(((u64)bbrx_bw(sk) * BBRX_EXTRA_ACKED_MAX_US) >> BW_SCALE);
 	extra = max(b->extra_acked[0], b->extra_acked[1]);
 	extra = ((u64)extra * gain) >> GAIN_SCALE;
 	return min(extra, cap);
@@ -409,7 +409,7 @@ static void bbrx_update_ack_aggregation(struct sock *sk,
 
 	epoch_us = tcp_stamp_us_delta(tp->delivered_mstamp,
 				      b->ack_epoch_mstamp);
-	expected = (u32)(((u64)bbrx_max_bw(sk) * epoch_us) >> BW_SCALE);
+	expected = (u32)(((u64)bbrx_bw(sk) * epoch_us) >> BW_SCALE);
 
 	/* ACKs caught up with bw (or the counter would overflow): new epoch. */
 	if (b->ack_epoch_acked <= expected ||
@@ -887,8 +887,8 @@ static u32 bbrx_ssthresh(struct sock *sk)
 
 /*
  * Undo of a spurious loss episode: the cwnd cut is undone by recovery
- * restoring prior_cwnd, so only forget the STARTUP plateau it may have
- * caused.
+ * restoring prior_cwnd, so only forget the STARTUP plateau and the
+ * long-term sample it may have caused (as in-tree bbr_undo_cwnd()).
  */
 static u32 bbrx_undo_cwnd(struct sock *sk)
 {
@@ -896,6 +896,7 @@ static u32 bbrx_undo_cwnd(struct sock *sk)
 
 	b->full_bw = 0;
 	b->full_bw_cnt = 0;
+	bbrx_lt_reset(sk);
 	bbrx_stat_inc(bbrx_sk_pernet(sk), BBRX_STAT_UNDO);
 	return tcp_snd_cwnd(tcp_sk(sk));
 }

@@ -132,13 +132,13 @@ bench_policy_ns()
 	esac
 }
 
-# bench_reps SCEN: repetitions per arm.  "fidelity" asks whether bbrx's
-# median lies within the range of in-tree bbr's runs (scripts/bench-fidelity),
-# so its full form runs at least 5 of each.
+# bench_reps SCEN: repetitions per arm.  "fidelity" tests whether bbrx's
+# runs and in-tree bbr's could be one distribution (scripts/bench-fidelity),
+# which needs at least 7 of each in its full form.
 bench_reps()
 {
-	if [[ $1 == fidelity ]] && ((!BENCH_QUICK && BENCH_REPS < 5)); then
-		echo 5
+	if [[ $1 == fidelity ]] && ((!BENCH_QUICK && BENCH_REPS < 7)); then
+		echo 7
 	else
 		echo "$BENCH_REPS"
 	fi

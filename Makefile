@@ -26,6 +26,9 @@
 #                        make demo KVER=cloud-6.12
 #   make bench           build, boot the VM, run the benchmark matrix: results/
 #                        (QUICK=1 a short subset, REPS=N repetitions)
+#   make check-fidelity  bbrx against in-tree bbr, 7 alternating runs each
+#                        on four paths; fails where bbrx's runs and bbr's do
+#                        not overlap (part of check-full)
 #   make clean
 #
 # KDIR defaults to the running kernel's build tree; where that does not exist
@@ -65,7 +68,7 @@ KBUILD_OPTS := W=1
 
 .PHONY: all modules clean install load unload deps update-kernels vm-build demo check \
 	check-style check-sparse check-dkms check-compile check-lanes check-version check-debug \
-	bench check-bench check-cost deb check-deb check-full
+	bench check-bench check-fidelity check-cost deb check-deb check-full
 
 all: modules
 
@@ -117,6 +120,15 @@ check-bench: vm-build
 	VM_KVER=$(VM_KVER) QUICK=1 BENCH_RESULTS=$(BENCH_CHECK_DIR) $(ROOT)/scripts/bench || \
 		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
 	$(ROOT)/scripts/bench-check $(BENCH_CHECK_DIR)
+
+# bbrx against in-tree bbr, 7 alternating runs each on four paths, into the
+# cache; scripts/bench-fidelity asserts that bbrx's runs and bbr's overlap
+# on every metric (about 13 minutes; part of check-full).
+FIDELITY_DIR := $(CACHE)/fidelity
+check-fidelity: vm-build
+	VM_KVER=$(VM_KVER) BENCH_RESULTS=$(FIDELITY_DIR) $(ROOT)/scripts/bench fidelity || \
+		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
+	$(ROOT)/scripts/bench-fidelity $(FIDELITY_DIR)
 
 check-version:
 	@test "$(VERSION)" = "$(DKMS_VERSION)" || \
@@ -238,7 +250,7 @@ check-cost: vm-build
 # make check with the long statistical forms: the stress tests' full counts,
 # hook_rcvbuf's six RTTs, hook_cost's five repetitions (vm-run passes BBRX_*
 # into the guests).
-check-full:
+check-full: check-fidelity
 	BBRX_STRESS_FULL=1 BBRX_RCVBUF_RTTS="0 10 25 50 100 250" BBRX_COST_REPS=5 \
 		$(MAKE) check
 

@@ -40,6 +40,8 @@ enum bbrx_stat_item {
 	BBRX_STAT_RCVBUF_GROWN,		/* growth re-sized with per_mss */
 	BBRX_STAT_DELACK_PUSH_MARKED,	/* >= rcv_mss PSH marked (policy 1) */
 	BBRX_STAT_DELACK_PUSH_SUPPRESSED, /* >= rcv_mss PSH: no PUSHED mark */
+	BBRX_STAT_LT_BW_USED,		/* policer found: pacing at lt_bw */
+	BBRX_STAT_PROBE_RTT_IDLE_EXIT,	/* PROBE_RTT ended on restart from idle */
 	BBRX_STAT_MAX
 };
 
@@ -75,6 +77,7 @@ struct bbrx_net {
 	int tso_margin;
 	int gso_cap;
 	int pacing_shift;
+	int lt_bw;		/* 1 long-term (policer) bw sampling, 0 off */
 	int autocork;		/* enum bbrx_policy, 3 = never cork */
 	int tsq;		/* enum bbrx_policy */
 	int rcvbuf;		/* 0 kernel, 1 per_mss */

@@ -37,8 +37,12 @@
  * does not shrink cwnd to a few packets. gso_cap = 1 brings the pre-fix cap
  * back for A/B tests.
  *
- * Not modelled: BBR v1's long-term bandwidth (policer) sampling and the
- * ECN/loss response of BBR v2/v3.
+ * Long-term bw: behind a token-bucket policer (two sampling intervals with
+ * heavy loss at the same rate) the model paces at that rate for 48 rounds.
+ *
+ * Gains are kept in 1/256 as in-tree BBR; the per-mille sysctls are
+ * rounded to that unit, so the defaults compute exactly as 6.1's
+ * tcp_bbr.c. Not modelled: the ECN/loss response of BBR v2/v3.
  */
 #include <linux/inet_diag.h>
 #include <linux/module.h>
@@ -51,12 +55,13 @@
 
 #define BW_SCALE	24		/* bw is packets per usec << BW_SCALE */
 #define BW_UNIT		BIT(BW_SCALE)
-#define GAIN_UNIT	1000		/* gains are per-mille */
-#define DIAG_GAIN_SHIFT	8		/* tcp_bbr_info gains are << 8 */
+#define GAIN_SCALE	8		/* gains are in 1/256 (in-tree BBR_UNIT) */
+#define GAIN_UNIT	BIT(GAIN_SCALE)
+#define SYSCTL_UNIT	1000		/* the sysctls give gains per-mille */
 
 #define BBRX_BW_FILTER_ROUNDS	10	/* rounds in the bw max filter */
 #define BBRX_CYCLE_LEN		8	/* PROBE_BW phases: up, down, 1 x 6 */
-#define BBRX_FULL_BW_GROWTH	1250	/* per-mille growth that is "still growing" */
+#define BBRX_FULL_BW_GROWTH	(GAIN_UNIT * 5 / 4) /* "still growing": 25% */
 #define BBRX_FULL_BW_ROUNDS	3	/* rounds without that growth = full */
 #define BBRX_MIN_CWND		4	/* segments: PROBE_RTT and the floor */
 #define BBRX_PACING_MARGIN	1	/* percent paced below bw to drain queues */
@@ -64,6 +69,19 @@
 #define BBRX_EXTRA_ACKED_ROUNDS	5	/* rounds per extra_acked window half */
 #define BBRX_EXTRA_ACKED_MAX_US	100000	/* cap on the aggregation allowance */
 #define BBRX_ACK_EPOCH_MAX	0xFFFFF	/* ack_epoch_acked bit-field limit */
+#define BBRX_TSO_SEGS_MAX	127	/* in-tree cap on the burst goal, segments */
+/*
+ * Long-term (policer) bw, as in 6.1's tcp_bbr.c (since upstream "tcp_bbr:
+ * add BBR congestion control", Sep 2016): after a loss, sample
+ * delivery over 4..16 rounds; two consecutive intervals with a loss rate of
+ * 20% or more and rates within 12.5% (or 4 kbit/s) of each other mean a
+ * token-bucket policer, so pace at their average, gain 1, for 48 rounds.
+ */
+#define BBRX_LT_INTVL_MIN_RTTS	4	/* rounds per sampling interval, min */
+#define BBRX_LT_LOSS_THRESH	50	/* loss rate, 1/256: ~20% */
+#define BBRX_LT_BW_RATIO	(GAIN_UNIT / 8)	/* rates this close: 12.5% */
+#define BBRX_LT_BW_DIFF		(4000 / 8)	/* or this close, bytes/s */
+#define BBRX_LT_BW_MAX_RTTS	48	/* rounds lt_bw is used for */
 
 enum bbrx_mode {
 	BBRX_STARTUP,
@@ -84,24 +102,31 @@ struct bbrx {
 	u32 next_round_delivered;	/* tp->delivered that ends this round */
 	u32 prior_cwnd;			/* cwnd before recovery or PROBE_RTT */
 	u32 full_bw;			/* BW_UNIT: bw at the last 25% growth */
+	u32 lt_bw;			/* BW_UNIT: long-term (policed) bw */
+	u32 lt_last_delivered;		/* tp->delivered at interval start */
+	u32 lt_last_stamp;		/* msec: delivered_mstamp at start */
+	u32 lt_last_lost;		/* tp->lost at interval start */
 	u32 ack_epoch_acked:20,		/* packets (s)acked in this epoch */
 	    extra_acked_rounds:5,	/* rounds in the current window half */
 	    extra_acked_idx:1,		/* current half of extra_acked[] */
 	    unused:6;
 	u16 extra_acked[2];		/* packets beyond bw in two windows */
-	u16 pacing_gain;		/* per-mille, current */
-	u16 cwnd_gain;			/* per-mille, current */
-	u8 mode;			/* enum bbrx_mode */
-	u8 prev_ca_state;		/* icsk_ca_state on the last ACK */
-	u8 cycle_idx;			/* PROBE_BW phase, 0 = probe up */
-	u8 full_bw_cnt;			/* rounds without bw growth */
-	u8 round_start:1,		/* this ACK started a new round */
-	   packet_conservation:1,	/* first round of fast recovery */
-	   idle_restart:1,		/* restarting after idle */
-	   probe_rtt_round_done:1,	/* a round passed at PROBE_RTT cwnd */
-	   full_bw_reached:1,		/* STARTUP found the pipe full */
-	   has_seen_rtt:1,		/* pacing was set from a real RTT */
-	   unused2:2;
+	u16 pacing_gain;		/* GAIN_UNIT, current */
+	u16 cwnd_gain;			/* GAIN_UNIT, current */
+	u32 mode:2,			/* enum bbrx_mode */
+	    prev_ca_state:3,		/* icsk_ca_state on the last ACK */
+	    cycle_idx:3,		/* PROBE_BW phase, 0 = probe up */
+	    full_bw_cnt:2,		/* rounds without bw growth */
+	    round_start:1,		/* this ACK started a new round */
+	    packet_conservation:1,	/* first round of fast recovery */
+	    idle_restart:1,		/* restarting after idle */
+	    probe_rtt_round_done:1,	/* a round passed at PROBE_RTT cwnd */
+	    full_bw_reached:1,		/* STARTUP found the pipe full */
+	    has_seen_rtt:1,		/* pacing was set from a real RTT */
+	    lt_is_sampling:1,		/* a long-term interval is running */
+	    lt_use_bw:1,		/* pacing at lt_bw (policer found) */
+	    lt_rtt_cnt:7,		/* rounds in this lt interval */
+	    unused2:7;
 };
 
 static struct bbrx_net *bbrx_sk_pernet(const struct sock *sk)
@@ -116,6 +141,24 @@ static u32 bbrx_max_bw(const struct sock *sk)
 	return minmax_get(&b->bw);
 }
 
+/* The bw the model runs on: the policed rate while one was found. */
+static u32 bbrx_bw(const struct sock *sk)
+{
+	const struct bbrx *b = inet_csk_ca(sk);
+
+	return b->lt_use_bw ? b->lt_bw : bbrx_max_bw(sk);
+}
+
+/*
+ * A per-mille sysctl gain in GAIN_UNIT, rounded to nearest: the defaults
+ * give in-tree BBR's exact fixed-point gains (high_gain 2885 -> 739, drain
+ * 344 -> 88, 1250 -> 320, 750 -> 192, 2000 -> 512).
+ */
+static u32 bbrx_gain(int permille)
+{
+	return DIV_ROUND_CLOSEST((u32)permille << GAIN_SCALE, SYSCTL_UNIT);
+}
+
 /*
  * Bytes per second for a bw (packets per usec << BW_SCALE) times a per-mille
  * gain, less the pacing margin. u64 holds it up to several Tbit/s.
@@ -125,7 +168,7 @@ static u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain)
 	unsigned int mss = tcp_sk(sk)->mss_cache;
 	u64 rate = bw * mss * gain;
 
-	rate = div_u64(rate, GAIN_UNIT);
+	rate >>= GAIN_SCALE;
 	rate *= USEC_PER_SEC / 100 * (100 - BBRX_PACING_MARGIN);
 	return rate >> BW_SCALE;
 }
@@ -155,7 +198,8 @@ static void bbrx_init_pacing_rate(struct sock *sk, const struct bbrx_net *bn)
 	bw = (u64)tcp_snd_cwnd(tp) * BW_UNIT;
 	do_div(bw, rtt_us);
 	WRITE_ONCE(sk->sk_pacing_rate,
-		   bbrx_bw_to_pacing_rate(sk, bw, READ_ONCE(bn->high_gain)));
+		   bbrx_bw_to_pacing_rate(sk, bw,
+					  bbrx_gain(READ_ONCE(bn->high_gain))));
 }
 
 static void bbrx_set_pacing_rate(struct sock *sk, const struct bbrx_net *bn,
@@ -194,7 +238,8 @@ static u32 bbrx_min_tso_segs(struct sock *sk)
  * About 1 ms of data at the pacing rate (pacing_rate >> sk_pacing_shift
  * bytes), at most a legacy 64 KB GSO packet, in segments, and never below
  * bbrx_min_tso_segs(). Upstream 350c9f484bde stopped bounding it by the
- * device's gso_max_segs; gso_cap = 1 restores that bound (pre-fix).
+ * device's gso_max_segs; gso_cap = 1 restores that bound (pre-fix). At most
+ * 127 segments, as in-tree BBR: that binds only at an MSS below ~516 bytes.
  *
  * Return: segments.
  */
@@ -210,7 +255,7 @@ static u32 bbrx_tso_segs_goal(struct sock *sk, const struct bbrx_net *bn)
 	segs = max_t(u32, bytes / tp->mss_cache, bbrx_min_tso_segs(sk));
 	if (READ_ONCE(bn->gso_cap))
 		segs = min_t(u32, segs, READ_ONCE(sk->sk_gso_max_segs));
-	return segs;
+	return min_t(u32, segs, BBRX_TSO_SEGS_MAX);
 }
 
 /* Remember cwnd before recovery or PROBE_RTT cut it, to restore it after. */
@@ -225,8 +270,50 @@ static void bbrx_save_cwnd(struct sock *sk)
 		b->prior_cwnd = max(b->prior_cwnd, tcp_snd_cwnd(tp));
 }
 
+static void bbrx_enter_probe_bw(struct sock *sk, struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	b->mode = BBRX_PROBE_BW;
+	/* Random start phase other than probe-down, to desynchronise flows. */
+	b->cycle_idx = (2 + get_random_u32_below(BBRX_CYCLE_LEN - 1)) %
+		       BBRX_CYCLE_LEN;
+	b->cycle_mstamp = tp->delivered_mstamp;
+}
+
+static void bbrx_exit_probe_rtt(struct sock *sk, struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	b->min_rtt_stamp = tcp_jiffies32;
+	tcp_snd_cwnd_set(tp, max(tcp_snd_cwnd(tp), b->prior_cwnd));
+	if (b->full_bw_reached)
+		bbrx_enter_probe_bw(sk, bn);
+	else
+		b->mode = BBRX_STARTUP;
+}
+
+/*
+ * PROBE_RTT ends once its time at the low cwnd has passed; on an ACK the
+ * caller also waits for a round, after an idle restart it does not (as
+ * in-tree BBR's CA_EVENT_TX_START).
+ */
+static bool bbrx_check_probe_rtt_done(struct sock *sk, struct bbrx_net *bn)
+{
+	struct bbrx *b = inet_csk_ca(sk);
+
+	if (!b->probe_rtt_done_stamp ||
+	    !after(tcp_jiffies32, b->probe_rtt_done_stamp))
+		return false;
+	bbrx_exit_probe_rtt(sk, bn);
+	return true;
+}
+
 static void bbrx_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 {
+	struct bbrx_net *bn = bbrx_sk_pernet(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx *b = inet_csk_ca(sk);
 
@@ -238,8 +325,10 @@ static void bbrx_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 	b->ack_epoch_mstamp = tp->tcp_mstamp;
 	b->ack_epoch_acked = 0;
 	if (b->mode == BBRX_PROBE_BW)
-		bbrx_set_pacing_rate(sk, bbrx_sk_pernet(sk), bbrx_max_bw(sk),
-				     GAIN_UNIT);
+		bbrx_set_pacing_rate(sk, bn, bbrx_bw(sk), GAIN_UNIT);
+	else if (b->mode == BBRX_PROBE_RTT &&
+		 bbrx_check_probe_rtt_done(sk, bn))
+		bbrx_stat_inc(bn, BBRX_STAT_PROBE_RTT_IDLE_EXIT);
 }
 
 /*
@@ -255,7 +344,7 @@ static u32 bbrx_bdp(const struct sock *sk, u32 bw, int gain)
 		return TCP_INIT_CWND;
 
 	w = (u64)bw * b->min_rtt_us;
-	w = div_u64(w * gain, GAIN_UNIT);
+	w = (w * gain) >> GAIN_SCALE;
 	return (u32)((w + BW_UNIT - 1) >> BW_SCALE);
 }
 
@@ -283,15 +372,15 @@ static u32 bbrx_inflight(struct sock *sk, const struct bbrx_net *bn, u32 bw,
 static u32 bbrx_aggregation_cwnd(struct sock *sk, const struct bbrx_net *bn)
 {
 	const struct bbrx *b = inet_csk_ca(sk);
-	int gain = READ_ONCE(bn->extra_acked_gain);
+	u32 gain = bbrx_gain(READ_ONCE(bn->extra_acked_gain));
 	u32 extra, cap;
 
 	if (!gain || !b->full_bw_reached)
 		return 0;
 
-	cap = (u32)(((u64)bbrx_max_bw(sk) * BBRX_EXTRA_ACKED_MAX_US) >> BW_SCALE);
+	cap = (u32)(((u64)bbrx_bw(sk) * BBRX_EXTRA_ACKED_MAX_US) >> BW_SCALE);
 	extra = max(b->extra_acked[0], b->extra_acked[1]);
-	extra = div_u64((u64)extra * gain, GAIN_UNIT);
+	extra = ((u64)extra * gain) >> GAIN_SCALE;
 	return min(extra, cap);
 }
 
@@ -320,7 +409,7 @@ static void bbrx_update_ack_aggregation(struct sock *sk,
 
 	epoch_us = tcp_stamp_us_delta(tp->delivered_mstamp,
 				      b->ack_epoch_mstamp);
-	expected = (u32)(((u64)bbrx_max_bw(sk) * epoch_us) >> BW_SCALE);
+	expected = (u32)(((u64)bbrx_bw(sk) * epoch_us) >> BW_SCALE);
 
 	/* ACKs caught up with bw (or the counter would overflow): new epoch. */
 	if (b->ack_epoch_acked <= expected ||
@@ -420,6 +509,124 @@ static void bbrx_update_round(struct sock *sk, const struct rate_sample *rs)
 	}
 }
 
+/* Start a long-term sampling interval at the current delivery and loss. */
+static void bbrx_lt_interval_start(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	b->lt_last_stamp = div_u64(tp->delivered_mstamp, USEC_PER_MSEC);
+	b->lt_last_delivered = tp->delivered;
+	b->lt_last_lost = tp->lost;
+	b->lt_rtt_cnt = 0;
+}
+
+/* Forget the long-term estimate; sampling restarts at the next loss. */
+static void bbrx_lt_reset(struct sock *sk)
+{
+	struct bbrx *b = inet_csk_ca(sk);
+
+	b->lt_bw = 0;
+	b->lt_use_bw = 0;
+	b->lt_is_sampling = 0;
+	bbrx_lt_interval_start(sk);
+}
+
+/*
+ * An interval ended with @bw (BW_UNIT): if the previous one saw about the
+ * same rate, a policer is the likeliest cause; pace at their mean.
+ */
+static void bbrx_lt_interval_done(struct sock *sk, struct bbrx_net *bn, u32 bw)
+{
+	struct bbrx *b = inet_csk_ca(sk);
+	u32 diff;
+
+	if (b->lt_bw) {
+		diff = bw > b->lt_bw ? bw - b->lt_bw : b->lt_bw - bw;
+		if ((u64)diff * GAIN_UNIT <= (u64)BBRX_LT_BW_RATIO * b->lt_bw ||
+		    bbrx_rate_bytes(sk, diff, GAIN_UNIT) <= BBRX_LT_BW_DIFF) {
+			b->lt_bw = (bw + b->lt_bw) >> 1;
+			b->lt_use_bw = 1;
+			b->pacing_gain = GAIN_UNIT;
+			b->lt_rtt_cnt = 0;
+			bbrx_stat_inc(bn, BBRX_STAT_LT_BW_USED);
+			return;
+		}
+	}
+	b->lt_bw = bw;
+	bbrx_lt_interval_start(sk);
+}
+
+/*
+ * Long-term bw sampling (a token-bucket policer): intervals of 4..16 rounds
+ * that start and end with a loss; app-limited data or an interval that
+ * runs too long starts over. While lt_bw is in use it expires after
+ * BBRX_LT_BW_MAX_RTTS rounds of PROBE_BW, which then restarts probing.
+ */
+static void bbrx_lt_bw_sampling(struct sock *sk, const struct rate_sample *rs,
+				struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+	u32 lost, delivered;
+	u64 bw;
+	u32 t;
+
+	if (!READ_ONCE(bn->lt_bw)) {	/* switched off: forget it all */
+		if (b->lt_use_bw || b->lt_is_sampling)
+			bbrx_lt_reset(sk);
+		return;
+	}
+	if (b->lt_use_bw) {
+		if (b->mode == BBRX_PROBE_BW && b->round_start &&
+		    ++b->lt_rtt_cnt >= BBRX_LT_BW_MAX_RTTS) {
+			bbrx_lt_reset(sk);
+			bbrx_enter_probe_bw(sk, bn);
+		}
+		return;
+	}
+	/*
+	 * Start at a loss: before it the policer still had tokens, and a
+	 * burst would make the rate look higher than what it lets through.
+	 */
+	if (!b->lt_is_sampling) {
+		if (!rs->losses)
+			return;
+		bbrx_lt_interval_start(sk);
+		b->lt_is_sampling = 1;
+	}
+	if (rs->is_app_limited) {	/* the rate would be too low */
+		bbrx_lt_reset(sk);
+		return;
+	}
+	if (b->round_start)
+		b->lt_rtt_cnt++;
+	if (b->lt_rtt_cnt < BBRX_LT_INTVL_MIN_RTTS)
+		return;
+	if (b->lt_rtt_cnt > 4 * BBRX_LT_INTVL_MIN_RTTS) {
+		bbrx_lt_reset(sk);
+		return;
+	}
+	/* End at a loss too, once the loss rate says the tokens ran out. */
+	if (!rs->losses)
+		return;
+	lost = tp->lost - b->lt_last_lost;
+	delivered = tp->delivered - b->lt_last_delivered;
+	if (!delivered ||
+	    ((u64)lost << GAIN_SCALE) < (u64)BBRX_LT_LOSS_THRESH * delivered)
+		return;
+	t = (u32)div_u64(tp->delivered_mstamp, USEC_PER_MSEC) - b->lt_last_stamp;
+	if ((s32)t < 1)
+		return;			/* under a millisecond: wait */
+	if (t >= U32_MAX / USEC_PER_MSEC) {
+		bbrx_lt_reset(sk);	/* too long to compute in u32 usec */
+		return;
+	}
+	bw = (u64)delivered * BW_UNIT;
+	do_div(bw, t * USEC_PER_MSEC);
+	bbrx_lt_interval_done(sk, bn, (u32)min_t(u64, bw, U32_MAX));
+}
+
 static void bbrx_update_bw(struct sock *sk, const struct rate_sample *rs,
 			   struct bbrx_net *bn)
 {
@@ -429,6 +636,7 @@ static void bbrx_update_bw(struct sock *sk, const struct rate_sample *rs,
 	if (rs->delivered < 0 || rs->interval_us <= 0)
 		return;
 
+	bbrx_lt_bw_sampling(sk, rs, bn);
 	bw = div64_long((u64)rs->delivered * BW_UNIT, rs->interval_us);
 	if (rs->is_app_limited) {
 		bbrx_stat_inc(bn, BBRX_STAT_APP_LIMITED);
@@ -440,6 +648,29 @@ static void bbrx_update_bw(struct sock *sk, const struct rate_sample *rs,
 			   (u32)min_t(u64, bw, U32_MAX));
 }
 
+/*
+ * Packets in the network when the next skb leaves: with EDT pacing
+ * (tp->tcp_wstamp_ns in the future) the ones the bw delivers until then
+ * are gone by that time, and in a probing phase the next burst is added.
+ * The phase and DRAIN checks use it so that they do not wait on data that
+ * is already scheduled to drain (in-tree bbr_packets_in_net_at_edt(),
+ * upstream "tcp_bbr: adjust TCP BBR for departure time pacing", Oct 2018).
+ */
+static u32 bbrx_inflight_at_edt(struct sock *sk, const struct bbrx_net *bn,
+				u32 inflight)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	const struct bbrx *b = inet_csk_ca(sk);
+	u64 now_ns = tp->tcp_clock_cache;
+	u64 edt_ns = max(tp->tcp_wstamp_ns, now_ns);
+	u64 until_us = div_u64(edt_ns - now_ns, NSEC_PER_USEC);
+	u64 gone = ((u64)bbrx_bw(sk) * until_us) >> BW_SCALE;
+
+	if (b->pacing_gain > GAIN_UNIT)
+		inflight += bbrx_tso_segs_goal(sk, bn);
+	return gone >= inflight ? 0 : inflight - (u32)gone;
+}
+
 /* PROBE_BW: is it time to move to the next gain phase? */
 static bool bbrx_phase_done(struct sock *sk, const struct rate_sample *rs,
 			    const struct bbrx_net *bn)
@@ -448,7 +679,8 @@ static bool bbrx_phase_done(struct sock *sk, const struct rate_sample *rs,
 	struct bbrx *b = inet_csk_ca(sk);
 	bool a_min_rtt = tcp_stamp_us_delta(tp->delivered_mstamp,
 					    b->cycle_mstamp) > b->min_rtt_us;
-	u32 inflight = rs->prior_in_flight, bw = bbrx_max_bw(sk);
+	u32 inflight = bbrx_inflight_at_edt(sk, bn, rs->prior_in_flight);
+	u32 bw = bbrx_max_bw(sk);
 
 	if (b->pacing_gain == GAIN_UNIT)
 		return a_min_rtt;
@@ -464,9 +696,9 @@ static bool bbrx_phase_done(struct sock *sk, const struct rate_sample *rs,
 static int bbrx_cycle_gain(const struct bbrx_net *bn, u32 idx)
 {
 	if (idx == 0)
-		return READ_ONCE(bn->probe_bw_up_gain);
+		return bbrx_gain(READ_ONCE(bn->probe_bw_up_gain));
 	if (idx == 1)
-		return READ_ONCE(bn->probe_bw_down_gain);
+		return bbrx_gain(READ_ONCE(bn->probe_bw_down_gain));
 	return GAIN_UNIT;
 }
 
@@ -482,18 +714,6 @@ static void bbrx_update_cycle(struct sock *sk, const struct rate_sample *rs,
 	}
 }
 
-static void bbrx_enter_probe_bw(struct sock *sk, struct bbrx_net *bn)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbrx *b = inet_csk_ca(sk);
-
-	b->mode = BBRX_PROBE_BW;
-	/* Random start phase other than probe-down, to desynchronise flows. */
-	b->cycle_idx = (2 + get_random_u32_below(BBRX_CYCLE_LEN - 1)) %
-		       BBRX_CYCLE_LEN;
-	b->cycle_mstamp = tp->delivered_mstamp;
-}
-
 /* STARTUP ends when bw grew less than 25% over three non-app-limited rounds. */
 static void bbrx_check_full_bw(struct sock *sk, const struct rate_sample *rs)
 {
@@ -503,7 +723,7 @@ static void bbrx_check_full_bw(struct sock *sk, const struct rate_sample *rs)
 	if (b->full_bw_reached || !b->round_start || rs->is_app_limited)
 		return;
 
-	if ((u64)bw * GAIN_UNIT >= (u64)b->full_bw * BBRX_FULL_BW_GROWTH) {
+	if (bw >= ((u64)b->full_bw * BBRX_FULL_BW_GROWTH) >> GAIN_SCALE) {
 		b->full_bw = bw;
 		b->full_bw_cnt = 0;
 		return;
@@ -524,24 +744,11 @@ static void bbrx_check_drain(struct sock *sk, struct bbrx_net *bn)
 		bbrx_stat_inc(bn, BBRX_STAT_STARTUP_EXIT);
 	}
 	if (b->mode == BBRX_DRAIN &&
-	    tcp_packets_in_flight(tp) <=
+	    bbrx_inflight_at_edt(sk, bn, tcp_packets_in_flight(tp)) <=
 	    bbrx_inflight(sk, bn, bbrx_max_bw(sk), GAIN_UNIT)) {
 		bbrx_enter_probe_bw(sk, bn);
 		bbrx_stat_inc(bn, BBRX_STAT_DRAIN_EXIT);
 	}
-}
-
-static void bbrx_exit_probe_rtt(struct sock *sk, struct bbrx_net *bn)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbrx *b = inet_csk_ca(sk);
-
-	b->min_rtt_stamp = tcp_jiffies32;
-	tcp_snd_cwnd_set(tp, max(tcp_snd_cwnd(tp), b->prior_cwnd));
-	if (b->full_bw_reached)
-		bbrx_enter_probe_bw(sk, bn);
-	else
-		b->mode = BBRX_STARTUP;
 }
 
 /*
@@ -583,9 +790,8 @@ static void bbrx_update_min_rtt(struct sock *sk, const struct rate_sample *rs,
 		} else if (b->probe_rtt_done_stamp) {
 			if (b->round_start)
 				b->probe_rtt_round_done = 1;
-			if (b->probe_rtt_round_done &&
-			    after(tcp_jiffies32, b->probe_rtt_done_stamp))
-				bbrx_exit_probe_rtt(sk, bn);
+			if (b->probe_rtt_round_done)
+				bbrx_check_probe_rtt_done(sk, bn);
 		}
 	}
 
@@ -599,16 +805,18 @@ static void bbrx_update_gains(struct sock *sk, const struct bbrx_net *bn)
 
 	switch (b->mode) {
 	case BBRX_STARTUP:
-		b->pacing_gain = READ_ONCE(bn->high_gain);
-		b->cwnd_gain = READ_ONCE(bn->high_gain);
+		b->pacing_gain = bbrx_gain(READ_ONCE(bn->high_gain));
+		b->cwnd_gain = bbrx_gain(READ_ONCE(bn->high_gain));
 		break;
 	case BBRX_DRAIN:
-		b->pacing_gain = READ_ONCE(bn->drain_gain);
-		b->cwnd_gain = READ_ONCE(bn->high_gain);
+		b->pacing_gain = bbrx_gain(READ_ONCE(bn->drain_gain));
+		b->cwnd_gain = bbrx_gain(READ_ONCE(bn->high_gain));
 		break;
 	case BBRX_PROBE_BW:
-		b->pacing_gain = bbrx_cycle_gain(bn, b->cycle_idx);
-		b->cwnd_gain = READ_ONCE(bn->cwnd_gain);
+		/* at the policed rate: gain 1, probing would only drop */
+		b->pacing_gain = b->lt_use_bw ? GAIN_UNIT :
+				 bbrx_cycle_gain(bn, b->cycle_idx);
+		b->cwnd_gain = bbrx_gain(READ_ONCE(bn->cwnd_gain));
 		break;
 	case BBRX_PROBE_RTT:
 		b->pacing_gain = GAIN_UNIT;
@@ -633,7 +841,7 @@ static void bbrx_cong_control(struct sock *sk, const struct rate_sample *rs)
 	bbrx_update_min_rtt(sk, rs, bn);
 	bbrx_update_gains(sk, bn);
 
-	bw = bbrx_max_bw(sk);
+	bw = bbrx_bw(sk);
 	bbrx_set_pacing_rate(sk, bn, bw, b->pacing_gain);
 	bbrx_set_cwnd(sk, bn, rs, bw);
 }
@@ -651,6 +859,7 @@ static void bbrx_init(struct sock *sk)
 	b->min_rtt_us = tcp_min_rtt(tp);
 	b->min_rtt_stamp = tcp_jiffies32;
 	minmax_reset(&b->bw, 0, 0);
+	bbrx_lt_reset(sk);
 	b->mode = BBRX_STARTUP;
 	bbrx_update_gains(sk, bn);
 	b->ack_epoch_mstamp = tp->tcp_mstamp;
@@ -678,8 +887,8 @@ static u32 bbrx_ssthresh(struct sock *sk)
 
 /*
  * Undo of a spurious loss episode: the cwnd cut is undone by recovery
- * restoring prior_cwnd, so only forget the STARTUP plateau it may have
- * caused.
+ * restoring prior_cwnd, so only forget the STARTUP plateau and the
+ * long-term sample it may have caused (as in-tree bbr_undo_cwnd()).
  */
 static u32 bbrx_undo_cwnd(struct sock *sk)
 {
@@ -687,22 +896,29 @@ static u32 bbrx_undo_cwnd(struct sock *sk)
 
 	b->full_bw = 0;
 	b->full_bw_cnt = 0;
+	bbrx_lt_reset(sk);
 	bbrx_stat_inc(bbrx_sk_pernet(sk), BBRX_STAT_UNDO);
 	return tcp_snd_cwnd(tcp_sk(sk));
 }
 
 static void bbrx_set_state(struct sock *sk, u8 new_state)
 {
+	struct rate_sample rs = { .losses = 1 };
+	struct bbrx_net *bn = bbrx_sk_pernet(sk);
 	struct bbrx *b = inet_csk_ca(sk);
 
 	if (new_state != TCP_CA_Loss)
 		return;
 
-	/* RTO: the next ACK starts a new round, STARTUP plateau forgotten. */
+	/*
+	 * RTO: the next ACK starts a new round, STARTUP plateau forgotten;
+	 * for long-term sampling it is a loss.
+	 */
 	b->prev_ca_state = TCP_CA_Loss;
 	b->full_bw = 0;
 	b->round_start = 1;
-	bbrx_stat_inc(bbrx_sk_pernet(sk), BBRX_STAT_LOSS_ENTER);
+	bbrx_lt_bw_sampling(sk, &rs, bn);
+	bbrx_stat_inc(bn, BBRX_STAT_LOSS_ENTER);
 }
 
 /* Buffer 3x cwnd so the application can keep up with probing. */
@@ -734,16 +950,15 @@ static size_t bbrx_get_info(struct sock *sk, u32 ext, int *attr,
 	    !(ext & (1 << (INET_DIAG_VEGASINFO - 1))))
 		return 0;
 
-	bw = (u64)bbrx_max_bw(sk) * tp->mss_cache * USEC_PER_SEC;
+	bw = (u64)bbrx_bw(sk) * tp->mss_cache * USEC_PER_SEC;
 	bw >>= BW_SCALE;
 	memset(&info->bbr, 0, sizeof(info->bbr));
 	info->bbr.bbr_bw_lo = (u32)bw;
 	info->bbr.bbr_bw_hi = (u32)(bw >> 32);
 	info->bbr.bbr_min_rtt = b->min_rtt_us;
-	info->bbr.bbr_pacing_gain = DIV_ROUND_CLOSEST(b->pacing_gain << DIAG_GAIN_SHIFT,
-						      GAIN_UNIT);
-	info->bbr.bbr_cwnd_gain = DIV_ROUND_CLOSEST(b->cwnd_gain << DIAG_GAIN_SHIFT,
-						    GAIN_UNIT);
+	/* tcp_bbr_info's gains are in 1/256, as the model's */
+	info->bbr.bbr_pacing_gain = b->pacing_gain;
+	info->bbr.bbr_cwnd_gain = b->cwnd_gain;
 	*attr = INET_DIAG_BBRINFO;
 	return sizeof(info->bbr);
 }

@@ -35,6 +35,8 @@ static const char * const bbrx_stat_names[BBRX_STAT_MAX] = {
 	[BBRX_STAT_RCVBUF_GROWN]	= "RcvbufGrown",
 	[BBRX_STAT_DELACK_PUSH_MARKED]	= "DelackPushMarked",
 	[BBRX_STAT_DELACK_PUSH_SUPPRESSED] = "DelackPushSuppressed",
+	[BBRX_STAT_LT_BW_USED]		= "LtBwUsed",
+	[BBRX_STAT_PROBE_RTT_IDLE_EXIT]	= "ProbeRttIdleExit",
 };
 
 /* Events of netns whose counters were already freed (bbrx_stats_late()). */

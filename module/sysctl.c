@@ -50,8 +50,11 @@ static struct bbrx_param bbrx_params[] = {
 	BBRX_PARAM(scope, BBRX_SCOPE_BBRX, 0, 1),
 	/* STARTUP pacing and cwnd gain, 2/ln(2) doubles delivery per round */
 	BBRX_PARAM(high_gain, 2885, 1000, 10000),
-	/* DRAIN pacing gain, 1/high_gain empties the STARTUP queue in a round */
-	BBRX_PARAM(drain_gain, 347, 100, 1000),
+	/*
+	 * DRAIN pacing gain, 1/high_gain empties the STARTUP queue in a round;
+	 * 344 is in-tree BBR's 88/256 (0.34375)
+	 */
+	BBRX_PARAM(drain_gain, 344, 100, 1000),
 	/* PROBE_BW cwnd gain: room for delayed and stretched ACKs */
 	BBRX_PARAM(cwnd_gain, 2000, 1000, 10000),
 	/* PROBE_BW probing phase pacing gain */
@@ -70,6 +73,8 @@ static struct bbrx_param bbrx_params[] = {
 	BBRX_PARAM(gso_cap, 0, 0, 1),
 	/* sk_pacing_shift of bbrx sockets: goal = pacing_rate >> shift bytes */
 	BBRX_PARAM(pacing_shift, 10, 4, 16),
+	/* 1: long-term (policer) bw sampling as 6.1's tcp_bbr.c; 0: off */
+	BBRX_PARAM(lt_bw, 1, 0, 1),
 	/* 0 kernel, 1 post-114f39feab36, 2 pre (4.15 regression), 3 never */
 	BBRX_POLICY(autocork, 0, 3, BIT(BBRX_HOOK_AUTOCORK)),
 	/* 0 kernel, 1 single-skb shortcut (Oct 2023), 2 without it */

@@ -71,6 +71,7 @@ scenario_init()
 	CTRS_RCV=(TcpOutSegs)
 	case $SCEN in
 	autocork) CTRS_SND+=(TcpExtTCPAutoCorking Bbrx:AutocorkCorked Bbrx:AutocorkDeclined) ;;
+	fidelity) CTRS_SND+=(Bbrx:LtBwUsed) ;;
 	tsq) CTRS_SND+=(Bbrx:TsqThrottled Bbrx:TsqSingleSkb Bbrx:TsqWithheld) ;;
 	rcvbuf) CTRS_RCV+=(Bbrx:RcvbufSized Bbrx:RcvbufGrown) ;;
 	delack) CTRS_RCV+=(Bbrx:DelackPushMarked Bbrx:DelackPushSuppressed) ;;
@@ -99,8 +100,9 @@ arm_knobs()
 	bench_arms "$SCEN" | tr ' ' '\n' | sed -n 's/^[^:]*:\([a-z_]*\)=.*/\1/p' | sort -u
 }
 
-# load_module SCEN...: only the hooks these scenarios need are installed,
-# so each scenario measures its own hook and nothing else.
+# load_module SCEN...: only the hooks these scenarios need are installed
+# (none for the hook-free ones), so each scenario measures its own hook and
+# nothing else.
 load_module()
 {
 	local need='' h dis=''
@@ -108,7 +110,9 @@ load_module()
 	for h in "$@"; do
 		need+=" $(bench_hooks "$h")"
 	done
-	if [[ -n ${need// /} ]] && ! bbrx_module_loaded; then
+	# Hook-free scenarios load it with every hook disabled: installed
+	# hooks cost CPU even at policy 0, which under TCG shows in the rates.
+	if ! bbrx_module_loaded; then
 		for h in $ALL_HOOKS; do
 			[[ " $need " == *" $h "* ]] || dis+="${dis:+,}$h"
 		done
@@ -133,7 +137,7 @@ setup()
 	topo_create || { echo "# bench: $SCEN: topology setup failed" >&2; return 1; }
 	iperf3_server_start || { echo "# bench: $SCEN: iperf3 server did not start" >&2; return 1; }
 	case $SCEN in
-	bottleneck) qdisc_available tbf && qdisc_available netem || return 1 ;;
+	bottleneck|fidelity) qdisc_available tbf && qdisc_available netem || return 1 ;;
 	gso2)
 		set_gso_max_segs 2
 		SETUP+=("sender gso_max_segs $(get_gso_max_segs)") ;;
@@ -173,6 +177,19 @@ group()
 
 	case $SCEN in
 	bottleneck) path_bottleneck "$g" ;;
+	fidelity)
+		# The paths in-tree bbr's known behaviours show on; the policer
+		# last, as it turns the sender's GSO off (packets, not 64 KB
+		# aggregates, meet the policer).
+		shape_clear
+		case $g in
+		64k) shape_bottleneck 200 65536 && shape_delay 20 "$(bdp_bytes 200 20)" ;;
+		police)
+			shape_policer 20 65536 && shape_delay 40 "$(bdp_bytes 20 40)" &&
+				ip netns exec "$SND" ethtool -K "$SND_IF" tso off gso off >/dev/null
+			;;
+		*) path_bottleneck "$g" ;;
+		esac || { echo "# bench: fidelity $g: path setup failed" >&2; FAILS=$((FAILS + 1)); } ;;
 	autocork)
 		IPERF_ARGS=(-l 500)
 		[[ $g == nodelay ]] && IPERF_ARGS+=(-N) ;;
@@ -224,7 +241,7 @@ run_one()
 			{ echo "# bench: sysctl $knob=$val failed" >&2; ok=false; }
 	fi
 	case $SCEN in
-	bottleneck) FLOW_PING=1 ;;
+	bottleneck|fidelity) FLOW_PING=1 ;;
 	gso2) FLOW_SS=0.2 ;;
 	esac
 	counters_snap "$SND" "$TMPD/s0" "${CTRS_SND[@]}"
@@ -234,7 +251,7 @@ run_one()
 	counters_snap "$RCV" "$TMPD/r1" "${CTRS_RCV[@]}"
 
 	case $SCEN in
-	bottleneck)
+	bottleneck|fidelity)
 		extra=$(jq -n --arg r "$(ping_median "$TMPD/$id.ping")" \
 			'{ping_rtt_ms: ($r | tonumber? // null)}') ;;
 	gso2)
@@ -305,7 +322,7 @@ write_meta()
 	bad=$(dmesg_since_start | grep -c -E 'Oops|WARNING:|BUG:|soft lockup|Call Trace:')
 	jq -n --arg scen "$SCEN" --arg title "$(bench_title "$SCEN")" \
 		--arg kernel "$(uname -r)" --arg date "$(date -u +%FT%TZ)" \
-		--argjson quick "$BENCH_QUICK" --argjson reps "$BENCH_REPS" \
+		--argjson quick "$BENCH_QUICK" --argjson reps "$(bench_reps "$SCEN")" \
 		--argjson secs "$SECS" --arg groups "$(bench_groups "$SCEN")" \
 		--arg arms "$(bench_arms "$SCEN")" --arg netifs "${NETIFS_USED:-veth}" \
 		--arg hooks "$(cat /proc/net/bbrx_hooks 2>/dev/null)" \
@@ -332,15 +349,16 @@ for s in "$@"; do
 		STEP=$((STEP + $(bench_steps "$s")))
 		continue
 	fi
+	REPS_S=$(bench_reps "$SCEN")
 	for g in $(bench_groups "$SCEN"); do
 		group "$g"
-		for ((rep = 1; rep <= BENCH_REPS; rep++)); do
+		for ((rep = 1; rep <= REPS_S; rep++)); do
 			# Arms alternate within a repetition, so slow phases of
 			# the host hit every arm alike.
 			for arm in $(bench_arms "$SCEN"); do
 				label=$arm
 				[[ $g != - ]] && label="$g $arm"
-				progress "${label//:/ }, run $rep/$BENCH_REPS ..."
+				progress "${label//:/ }, run $rep/$REPS_S ..."
 				if [[ $SCEN == fair ]]; then
 					run_pair "$arm" "$rep"
 				else

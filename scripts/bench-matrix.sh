@@ -21,7 +21,7 @@ BENCH_QUICK=${BENCH_QUICK:-0}
 BENCH_REPS=${BENCH_REPS:-3}
 
 # In the order they run; the hook-free scenarios first.
-BENCH_SCENARIOS="bottleneck gso2 fair autocork tsq rcvbuf delack"
+BENCH_SCENARIOS="bottleneck gso2 fair fidelity autocork tsq rcvbuf delack"
 
 # bench_boots: the VM boots, one line each, the scenarios of a boot
 # separated by commas.  One scenario per boot in the full run, so that a
@@ -31,7 +31,7 @@ BENCH_SCENARIOS="bottleneck gso2 fair autocork tsq rcvbuf delack"
 bench_boots()
 {
 	if ((BENCH_QUICK)); then
-		printf '%s\n' bottleneck,gso2,fair autocork tsq,rcvbuf,delack
+		printf '%s\n' bottleneck,gso2,fair,fidelity autocork tsq,rcvbuf,delack
 	else
 		echo "$BENCH_SCENARIOS" | tr ' ' '\n'
 	fi
@@ -44,6 +44,7 @@ bench_title()
 	bottleneck) echo "router bottleneck 100 Mbit/s, 20 ms RTT" ;;
 	gso2) echo "sender gso_max_segs 2, TSO off, no bottleneck" ;;
 	fair) echo "two flows sharing the router's 100 Mbit/s bottleneck, 20 ms RTT" ;;
+	fidelity) echo "bbrx against in-tree bbr, alternating: 100 Mbit/s 20 ms at 1 and 0.25 BDP, 64 KB at 200 Mbit/s 20 ms, 20 Mbit/s policer 40 ms" ;;
 	autocork) echo "500-byte writes, TX completions 400 us late (late_completion_setup), no bottleneck" ;;
 	tsq) echo "one flow, tbf 100 Mbit/s on the sender's NIC (late TX completions)" ;;
 	rcvbuf) echo "RTT sweep, sender gso_max_segs 1, TSO off, no bottleneck" ;;
@@ -57,6 +58,7 @@ bench_groups()
 	if ((BENCH_QUICK)); then
 		case $1 in
 		bottleneck) echo "1" ;;
+		fidelity) echo "1 police" ;;
 		autocork) echo "nodelay" ;;
 		rcvbuf) echo "0 50" ;;
 		*) echo "-" ;;
@@ -65,6 +67,7 @@ bench_groups()
 	fi
 	case $1 in
 	bottleneck) echo "1 0.25" ;;
+	fidelity) echo "1 0.25 64k police" ;;
 	autocork) echo "nodelay nagle" ;;
 	rcvbuf) echo "0 10 25 50 100 250" ;;
 	*) echo "-" ;;
@@ -77,6 +80,7 @@ bench_arms()
 	case $1 in
 	gso2) echo "cubic bbr bbrx:gso_cap=0 bbrx:gso_cap=1" ;;
 	fair) echo "cubic+cubic bbr+cubic bbrx+cubic bbr+bbr bbrx+bbrx" ;;
+	fidelity) echo "bbr bbrx" ;;
 	autocork) echo "cubic bbr bbrx:autocork=0 bbrx:autocork=1 bbrx:autocork=2" ;;
 	tsq) echo "cubic bbr bbrx:tsq=0 bbrx:tsq=1 bbrx:tsq=2" ;;
 	rcvbuf) echo "cubic bbr bbrx:rcvbuf=0 bbrx:rcvbuf=1" ;;
@@ -91,13 +95,14 @@ bench_secs()
 {
 	if ((BENCH_QUICK)); then
 		case $1 in
-		bottleneck|fair) echo 4 ;;
+		bottleneck|fair|fidelity) echo 4 ;;
 		gso2) echo 3 ;;
 		*) echo 2 ;;
 		esac
 	else
 		case $1 in
 		bottleneck|fair) echo 10 ;;
+		fidelity) echo 12 ;;
 		gso2|tsq) echo 6 ;;
 		*) echo 4 ;;
 		esac
@@ -127,6 +132,18 @@ bench_policy_ns()
 	esac
 }
 
+# bench_reps SCEN: repetitions per arm.  "fidelity" tests whether bbrx's
+# runs and in-tree bbr's could be one distribution (scripts/bench-fidelity),
+# which needs at least 7 of each in its full form.
+bench_reps()
+{
+	if [[ $1 == fidelity ]] && ((!BENCH_QUICK && BENCH_REPS < 7)); then
+		echo 7
+	else
+		echo "$BENCH_REPS"
+	fi
+}
+
 # bench_steps SCEN: flows (or pairs) the scenario runs.
 bench_steps()
 {
@@ -134,5 +151,5 @@ bench_steps()
 
 	g=$(bench_groups "$1" | wc -w)
 	a=$(bench_arms "$1" | wc -w)
-	echo $((g * a * BENCH_REPS))
+	echo $((g * a * $(bench_reps "$1")))
 }

@@ -11,12 +11,18 @@
 # in PROBE_BW
 #	cwnd = even_up(ceil(cwnd_gain x bw x min_rtt) + tso_margin x goal)
 #	       (+ 2 in the 1.25 phase)
-#	goal = max(2, min(pacing_rate >> pacing_shift, 65279) / mss)
+#	goal = min(127, max(2, min(pacing_rate >> pacing_shift, 65279) / mss))
 #	       (min(goal, gso_max_segs) with gso_cap=1)
 # Every term can be read from one `ss -ti` sample (bw, mrtt, cwnd_gain,
 # pacing_gain, pacing_rate, mss, cwnd), so the test checks the cwnd of each
 # sample against that formula, and the gso_cap 0 / 1 difference of the
 # medians against tso_margin x the goal difference.
+#
+# The 127-segment cap of the goal (in-tree BBR's) binds only at a small
+# MSS: one more flow with MSS 388 (iperf3 -M 400) and pacing_shift 4 (about
+# 1/16 s of data, so the 64 KB bound decides: 168 segments uncapped) must
+# follow the formula with the goal at 127, and be 3 x 41 segments below the
+# uncapped formula.
 
 ALL_TESTS="
 	gso_setup
@@ -24,6 +30,7 @@ ALL_TESTS="
 	gso_cwnd_formula
 	gso_cwnd_difference
 	gso_allowance_report
+	gso_goal_cap_small_mss
 "
 RETRY_TESTS="gso_cwnd_ratio gso_cwnd_formula gso_cwnd_difference"
 source "$(dirname "$0")/lib.sh"
@@ -63,22 +70,25 @@ arm_samples()
 			goal = int(bytes / mss)
 			if (goal < 2) goal = 2
 			if (cap && goal > gsosegs) goal = gsosegs
+			raw = goal
+			if (goal > 127) goal = 127
 			bdpf = v["bw"] / 8 / mss * v["mrtt"] / 1000 * v["cwnd_gain"]
 			bdp = int(bdpf)
 			if (bdpf - bdp > 1e-6) bdp++
 			want = bdp + margin * goal
 			if (want % 2) want++
 			if (g == 1.25) want += 2
-			print $0, "goal=" goal, "bdp=" bdp, "exp=" want, "res=" v["cwnd"] - want
+			print $0, "goal=" goal, "raw=" raw, "bdp=" bdp, "exp=" want,
+				"res=" v["cwnd"] - want, "resu=" v["cwnd"] - want - margin * (raw - goal)
 		}'
 	done
 }
 
 run_arm()
 {
-	local id=$1 cc=$2 cap=$3
+	local id=$1 cc=$2 cap=$3; shift 3
 
-	FLOW_SS=0.1 flow_run "$id" "$cc" "$SECS" || FLOW_FAILS+=" $id"
+	FLOW_SS=0.1 flow_run "$id" "$cc" "$SECS" "$@" || FLOW_FAILS+=" $id"
 	echo "$cap" >"$TMPD/$id.cap"
 }
 
@@ -250,6 +260,39 @@ gso_allowance_report()
 	[[ ${CWND[agg0]} != nan && ${CWND[agg1]} != nan ]]
 	check_err $? "no PROBE_BW samples with the allowance on"
 	log_test "ACK-aggregation allowance on: ratio reported" "cwnd ratio $ratio"
+}
+
+gso_goal_cap_small_mss()
+{
+	local raw res resu n margin
+
+	margin=$(bbrx_sysctl_get "$SND" tso_margin)
+	bbrx_sysctl_set "$SND" extra_acked_gain 0 &&
+		bbrx_sysctl_set "$SND" gso_cap 0 &&
+		bbrx_sysctl_set "$SND" pacing_shift 4
+	check_err $? "setting extra_acked_gain 0, gso_cap 0, pacing_shift 4 failed"
+	run_arm small bbrx 0 -M 400 || true
+	arm_samples small >"$TMPD/small.s"
+	bbrx_sysctl_set "$SND" pacing_shift 10
+	n=$(wc -l <"$TMPD/small.s")
+	raw=$(ss_field raw <"$TMPD/small.s" | median)
+	res=$(ss_field res <"$TMPD/small.s" | median)
+	resu=$(ss_field resu <"$TMPD/small.s" | median)
+	log_info "MSS $(ss_field mss <"$TMPD/small.s" | median), pacing_shift 4: $n PROBE_BW samples," \
+		"uncapped goal $raw, cwnd $(ss_field cwnd <"$TMPD/small.s" | median)," \
+		"cwnd - formula: $res with the goal at 127, $resu uncapped"
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	((n >= 5))
+	check_err $? "too few PROBE_BW samples ($n)"
+	fcmp "$raw" '>' 127
+	check_err $? "uncapped goal $raw not above 127: the cap does not bind"
+	in_range "$res" "-$TOL" "$TOL"
+	check_err $? "median cwnd - formula with the goal at 127 = $res (tolerance $TOL)"
+	fcmp "$resu" '<' "$(calc "-$margin * 10")"
+	check_err $? "cwnd not below the uncapped formula by tso_margin x 10 ($resu)"
+	log_test "burst goal capped at 127 segments at a small MSS" \
+		"uncapped $raw, residual $res (cap) vs $resu (uncapped)"
 }
 
 require_command iperf3 jq ss ip

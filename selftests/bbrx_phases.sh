@@ -7,6 +7,10 @@
 #    1.25 / 0.75 / 1 afterwards and never goes back to the STARTUP gain);
 #  - PROBE_RTT: none in a 5 s flow with the default 10 s min_rtt window,
 #    entered repeatedly in a 10 s flow with min_rtt_win_ms=2000;
+#  - PROBE_RTT ends when the flow restarts from idle after its time at
+#    cwnd 4 has passed (the kernel's BBR on CA_EVENT_TX_START): 12 KB
+#    bursts 300 ms apart with min_rtt_win_ms=100 and probe_rtt_ms=50 count
+#    ProbeRttIdleExit;
 #  - an app-limited flow (iperf3 -b 10M) keeps bw near its rate, well below
 #    the path rate, and counts app-limited samples;
 #  - random per-packet loss on the router hop drives loss recovery, and the
@@ -16,6 +20,7 @@ ALL_TESTS="
 	startup_drain_probebw
 	probe_rtt_default_window
 	probe_rtt_short_window
+	probe_rtt_idle_exit
 	app_limited
 	loss_recovery
 "
@@ -48,7 +53,7 @@ stat_deltas()
 	local n out=
 
 	for n in SocketsInit StartupExit DrainExit ProbeRttEnter RecoveryEnter \
-		 LossEnter Undo AppLimited; do
+		 LossEnter Undo AppLimited ProbeRttIdleExit; do
 		out+="$n+$(stat_delta $n "$1" "$2") "
 	done
 	echo "$out"
@@ -138,6 +143,35 @@ probe_rtt_short_window()
 	((d <= 6))
 	check_err $? "ProbeRttEnter +$d in a 10 s flow with a 2 s window (expected about 4)"
 	log_test "PROBE_RTT every min_rtt_win_ms (2 s)" "ProbeRttEnter +$d in 10 s"
+}
+
+# Bursts with idle time between them: the min_rtt window (100 ms) expires
+# during each burst, PROBE_RTT starts, the burst ends, and the next write
+# comes after probe_rtt_ms (50) has passed, with nothing in flight.
+IDLE_ROUNDS=${BBRX_IDLE_ROUNDS:-20}
+
+probe_rtt_idle_exit()
+{
+	local d_exit d_enter
+
+	bbrx_sysctl_set "$SND" min_rtt_win_ms 100 &&
+		bbrx_sysctl_set "$SND" probe_rtt_ms 50
+	check_err $? "setting min_rtt_win_ms=100, probe_rtt_ms=50 failed"
+	stat_snap "$TMPD/i0"
+	ip netns exec "$SND" "$LIB_DIR/tcp_write_pattern" -C bbrx -n \
+		-r "$IDLE_ROUNDS" -g 300 "$RCV_IP4" "$SINK_PORT" psh \
+		>"$TMPD/idle.out" 2>"$TMPD/idle.err"
+	check_err $? "tcp_write_pattern failed: $(head -c 200 "$TMPD/idle.err")"
+	stat_snap "$TMPD/i1"
+	bbrx_sysctl_set "$SND" min_rtt_win_ms 10000
+	bbrx_sysctl_set "$SND" probe_rtt_ms 200
+	d_enter=$(stat_delta ProbeRttEnter "$TMPD/i0" "$TMPD/i1")
+	d_exit=$(stat_delta ProbeRttIdleExit "$TMPD/i0" "$TMPD/i1")
+	log_info "$IDLE_ROUNDS bursts of 12 KB, 300 ms apart: $(stat_deltas "$TMPD/i0" "$TMPD/i1")"
+	((d_enter >= 1 && d_exit >= 1))
+	check_err $? "ProbeRttEnter +$d_enter, ProbeRttIdleExit +$d_exit (both expected >= 1)"
+	log_test "PROBE_RTT ends on the restart from idle" \
+		"ProbeRttEnter +$d_enter, ProbeRttIdleExit +$d_exit in $IDLE_ROUNDS bursts"
 }
 
 # iperf3 -b with 1448-byte writes (default 128 KB writes come in bursts that
@@ -240,10 +274,14 @@ loss_recovery()
 
 require_command iperf3 jq tc ss
 require_bbrx
+require_helper
+[[ -x $LIB_DIR/tcp_write_pattern ]] ||
+	ksft_exit_skip "tcp_write_pattern not built (run make -C selftests on the host)"
 cpu_calibrate
 require_topo
 require_qdisc tbf netem htb
 iperf3_server_start || exit 1
+sink_start || { echo "# sink did not start"; exit 1; }
 path_bottleneck 1 || { echo "# shaping failed"; exit 1; }
 
 tests_run

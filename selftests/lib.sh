@@ -96,13 +96,13 @@ TOPO_UP=0
 
 BBRX_SYSCTLS="scope high_gain drain_gain cwnd_gain probe_bw_up_gain \
 probe_bw_down_gain extra_acked_gain min_rtt_win_ms probe_rtt_ms tso_margin \
-gso_cap pacing_shift"
+gso_cap pacing_shift lt_bw"
 
 # name default min max
 BBRX_SYSCTL_TABLE="\
 scope 0 0 1
 high_gain 2885 1000 10000
-drain_gain 347 100 1000
+drain_gain 344 100 1000
 cwnd_gain 2000 1000 10000
 probe_bw_up_gain 1250 1000 3000
 probe_bw_down_gain 750 100 1000
@@ -111,7 +111,8 @@ min_rtt_win_ms 10000 100 600000
 probe_rtt_ms 200 10 10000
 tso_margin 3 0 16
 gso_cap 0 0 1
-pacing_shift 10 4 16"
+pacing_shift 10 4 16
+lt_bw 1 0 1"
 
 ##############################################################################
 # TAP and result bookkeeping
@@ -726,9 +727,23 @@ shape_delay()
 	tc -n "$RCV" qdisc add dev "$RCV_IF" root netem delay "${ms}ms" limit "$limit"
 }
 
+# shape_policer RATE_MBIT BURST_BYTES: a token-bucket policer (tc police,
+#   exceeding packets dropped, no queue) on the router's egress toward the
+#   receiver, in a clsact of its own beside any root qdisc.  Needs
+#   act_police and cls_matchall.
+shape_policer()
+{
+	modprobe -a act_police cls_matchall sch_ingress 2>/dev/null
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" clsact 2>/dev/null
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" clsact &&
+		tc -n "$RTR" filter add dev "$RTR_IF_R" egress matchall \
+			action police rate "${1}mbit" burst "$2" conform-exceed drop/pipe
+}
+
 shape_clear()
 {
 	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" clsact 2>/dev/null
 	tc -n "$RCV" qdisc del dev "$RCV_IF" root 2>/dev/null
 	return 0
 }

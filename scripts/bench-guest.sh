@@ -110,8 +110,9 @@ load_module()
 	for h in "$@"; do
 		need+=" $(bench_hooks "$h")"
 	done
-	# Hook-free scenarios load it with every hook disabled: installed
-	# hooks cost CPU even at policy 0, which under TCG shows in the rates.
+	# Hook-free scenarios load it with every hook disabled, so that their
+	# rows measure the congestion control alone (an installed redirect
+	# runs on every call of its target, also at policy 0).
 	if ! bbrx_module_loaded; then
 		for h in $ALL_HOOKS; do
 			[[ " $need " == *" $h "* ]] || dis+="${dis:+,}$h"

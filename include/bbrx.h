@@ -42,6 +42,15 @@ enum bbrx_stat_item {
 	BBRX_STAT_DELACK_PUSH_SUPPRESSED, /* >= rcv_mss PSH: no PUSHED mark */
 	BBRX_STAT_LT_BW_USED,		/* policer found: pacing at lt_bw */
 	BBRX_STAT_PROBE_RTT_IDLE_EXIT,	/* PROBE_RTT ended on restart from idle */
+	BBRX3_STAT_SOCKETS_INIT,	/* sockets that chose bbrx3 */
+	BBRX3_STAT_STARTUP_EXIT,	/* bbrx3 STARTUP ended: plateau */
+	BBRX3_STAT_STARTUP_EXIT_CONG,	/* bbrx3 STARTUP ended: loss or ECN */
+	BBRX3_STAT_BW_PROBE,		/* bbrx3 PROBE_BW UP entered */
+	BBRX3_STAT_INFLIGHT_HI_LOSS,	/* inflight_hi set: probe lost too much */
+	BBRX3_STAT_INFLIGHT_HI_ECN,	/* inflight_hi set: probe CE-marked */
+	BBRX3_STAT_INFLIGHT_LO_LOSS,	/* bw_lo/inflight_lo cut: lossy round */
+	BBRX3_STAT_INFLIGHT_LO_ECN,	/* inflight_lo cut: CE-marked round */
+	BBRX3_STAT_PROBE_RTT_ENTER,	/* bbrx3 PROBE_RTT entered */
 	BBRX_STAT_MAX
 };
 
@@ -78,6 +87,13 @@ struct bbrx_net {
 	int gso_cap;
 	int pacing_shift;
 	int lt_bw;		/* 1 long-term (policer) bw sampling, 0 off */
+	int bbrx3_loss_thresh;	/* per-mille of inflight lost per round */
+	int bbrx3_beta;		/* per-mille kept by a multiplicative cut */
+	int bbrx3_headroom;	/* per-mille of inflight_hi left free */
+	int bbrx3_ecn;		/* 1 react to CE, 0 ignore it */
+	int bbrx3_ecn_thresh;	/* per-mille of delivered CE-marked */
+	int bbrx3_ecn_max_rtt_us; /* ECN only at min_rtt <= this, 0 any */
+	int bbrx3_probe_rtt_win_ms; /* PROBE_RTT interval, ms */
 	int autocork;		/* enum bbrx_policy, 3 = never cork */
 	int tsq;		/* enum bbrx_policy */
 	int rcvbuf;		/* 0 kernel, 1 per_mss */
@@ -119,10 +135,61 @@ static inline void bbrx_stat_inc(struct bbrx_net *bn, enum bbrx_stat_item item)
 	rcu_read_unlock();
 }
 
+/* Units of both models: bw in packets per usec << 24, gains in 1/256. */
+#define BBRX_BW_SCALE	24
+#define BBRX_GAIN_SCALE	8
+
+struct rate_sample;
+union tcp_cc_info;
+
+/**
+ * bbrx_gain() - a per-mille sysctl gain in 1/256, rounded to nearest
+ * @permille: the sysctl's value (1000 = 1.0)
+ *
+ * The defaults give in-tree BBR's exact fixed-point gains (high_gain 2885
+ * -> 739, drain 344 -> 88, 1250 -> 320, 750 -> 192, 2000 -> 512).
+ *
+ * Return: the gain in 1/256.
+ */
+static inline u32 bbrx_gain(int permille)
+{
+	return DIV_ROUND_CLOSEST((u32)permille << BBRX_GAIN_SCALE, 1000);
+}
+
 /* bbr.c */
 bool bbrx_sk_is_bbrx(const struct sock *sk);
 int bbrx_cc_register(void);
 void bbrx_cc_unregister(void);
+u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain);
+unsigned long bbrx_bw_to_pacing_rate(const struct sock *sk, u32 bw, int gain);
+u32 bbrx_min_tso_segs(struct sock *sk);
+u32 bbrx_tso_segs_goal(struct sock *sk, const struct bbrx_net *bn);
+u32 bbrx_inflight_at_edt(struct sock *sk, u32 inflight, u32 bw);
+size_t bbrx_fill_bbr_info(struct sock *sk, u32 ext, int *attr,
+			  union tcp_cc_info *info, u32 bw, u32 min_rtt_us,
+			  u32 pacing_gain, u32 cwnd_gain);
+u32 bbrx_sndbuf_expand(struct sock *sk);
+
+/* bbr3.c */
+bool bbrx3_sk_is_bbrx3(const struct sock *sk);
+int bbrx3_cc_register(void);
+void bbrx3_cc_unregister(void);
+
+/* extra_acked.c: ACK-aggregation estimate, 12 bytes of a model's state */
+struct bbrx_extra_acked {
+	u32 epoch_stamp;	/* usec, low 32 bits: epoch start */
+	u32 epoch_acked:20,	/* packets (s)acked in this epoch */
+	    rounds:3,		/* rounds in the current window half */
+	    idx:1,		/* current half of extra[] */
+	    unused:8;
+	u16 extra[2];		/* packets beyond bw, per window half */
+};
+
+void bbrx_extra_acked_restart(struct bbrx_extra_acked *ea, u64 mstamp);
+void bbrx_extra_acked_update(struct bbrx_extra_acked *ea, struct sock *sk,
+			     const struct rate_sample *rs, u32 bw,
+			     bool round_start);
+u32 bbrx_extra_acked_cwnd(const struct bbrx_extra_acked *ea, u32 bw, u32 gain);
 
 /* Hooks, in the order of the hook table (hook.c). */
 enum bbrx_hook_id {
@@ -164,14 +231,16 @@ int bbrx_hook_insn(const u8 *buf, size_t len, struct insn *insn);
  *
  * MPTCP subflows are left alone: the MPTCP layer drives their sends.
  *
- * Return: true for bbrx sockets, or every TCP socket with scope 1.
+ * Return: true for sockets of bbrx or bbrx3, or every TCP socket with
+ * scope 1.
  */
 static inline bool bbrx_sk_in_scope(const struct sock *sk,
 				    const struct bbrx_net *bn)
 {
 	if (sk_is_mptcp(sk))
 		return false;
-	return READ_ONCE(bn->scope) == BBRX_SCOPE_ALL || bbrx_sk_is_bbrx(sk);
+	return READ_ONCE(bn->scope) == BBRX_SCOPE_ALL || bbrx_sk_is_bbrx(sk) ||
+	       bbrx3_sk_is_bbrx3(sk);
 }
 
 /* autocork.c */

@@ -53,11 +53,10 @@
 #include "bbrx.h"
 #include "compat.h"
 
-#define BW_SCALE	24		/* bw is packets per usec << BW_SCALE */
+#define BW_SCALE	BBRX_BW_SCALE	/* bw is packets per usec << BW_SCALE */
 #define BW_UNIT		BIT(BW_SCALE)
-#define GAIN_SCALE	8		/* gains are in 1/256 (in-tree BBR_UNIT) */
+#define GAIN_SCALE	BBRX_GAIN_SCALE	/* gains in 1/256 (in-tree BBR_UNIT) */
 #define GAIN_UNIT	BIT(GAIN_SCALE)
-#define SYSCTL_UNIT	1000		/* the sysctls give gains per-mille */
 
 #define BBRX_BW_FILTER_ROUNDS	10	/* rounds in the bw max filter */
 #define BBRX_CYCLE_LEN		8	/* PROBE_BW phases: up, down, 1 x 6 */
@@ -66,9 +65,6 @@
 #define BBRX_MIN_CWND		4	/* segments: PROBE_RTT and the floor */
 #define BBRX_PACING_MARGIN	1	/* percent paced below bw to drain queues */
 #define BBRX_MIN_TSO_RATE	1200000	/* bit/s below which bursts are 1 segment */
-#define BBRX_EXTRA_ACKED_ROUNDS	5	/* rounds per extra_acked window half */
-#define BBRX_EXTRA_ACKED_MAX_US	100000	/* cap on the aggregation allowance */
-#define BBRX_ACK_EPOCH_MAX	0xFFFFF	/* ack_epoch_acked bit-field limit */
 #define BBRX_TSO_SEGS_MAX	127	/* in-tree cap on the burst goal, segments */
 /*
  * Long-term (policer) bw, as in 6.1's tcp_bbr.c (since upstream "tcp_bbr:
@@ -94,7 +90,7 @@ enum bbrx_mode {
 struct bbrx {
 	struct minmax bw;		/* max filter, BW_UNIT, keyed by round */
 	u64 cycle_mstamp;		/* usec: start of this PROBE_BW phase */
-	u64 ack_epoch_mstamp;		/* usec: start of the ACK epoch */
+	struct bbrx_extra_acked ea;	/* ACK aggregation (extra_acked.c) */
 	u32 min_rtt_us;			/* min_rtt filter value */
 	u32 min_rtt_stamp;		/* jiffies: when min_rtt was taken */
 	u32 probe_rtt_done_stamp;	/* jiffies: PROBE_RTT may end, 0 unset */
@@ -106,11 +102,6 @@ struct bbrx {
 	u32 lt_last_delivered;		/* tp->delivered at interval start */
 	u32 lt_last_stamp;		/* msec: delivered_mstamp at start */
 	u32 lt_last_lost;		/* tp->lost at interval start */
-	u32 ack_epoch_acked:20,		/* packets (s)acked in this epoch */
-	    extra_acked_rounds:5,	/* rounds in the current window half */
-	    extra_acked_idx:1,		/* current half of extra_acked[] */
-	    unused:6;
-	u16 extra_acked[2];		/* packets beyond bw in two windows */
 	u16 pacing_gain;		/* GAIN_UNIT, current */
 	u16 cwnd_gain;			/* GAIN_UNIT, current */
 	u32 mode:2,			/* enum bbrx_mode */
@@ -149,21 +140,18 @@ static u32 bbrx_bw(const struct sock *sk)
 	return b->lt_use_bw ? b->lt_bw : bbrx_max_bw(sk);
 }
 
-/*
- * A per-mille sysctl gain in GAIN_UNIT, rounded to nearest: the defaults
- * give in-tree BBR's exact fixed-point gains (high_gain 2885 -> 739, drain
- * 344 -> 88, 1250 -> 320, 750 -> 192, 2000 -> 512).
+/**
+ * bbrx_rate_bytes() - a bw times a gain in bytes per second
+ * @sk: the socket (its mss_cache)
+ * @bw: packets per usec << BBRX_BW_SCALE
+ * @gain: in 1/256
+ *
+ * Less the 1% pacing margin, which keeps a flow paced at its own bw from
+ * building a standing queue (in-tree BBR; draft-ietf-ccwg-bbr-06 5.6.2).
+ *
+ * Return: bytes per second; u64 holds it up to several Tbit/s.
  */
-static u32 bbrx_gain(int permille)
-{
-	return DIV_ROUND_CLOSEST((u32)permille << GAIN_SCALE, SYSCTL_UNIT);
-}
-
-/*
- * Bytes per second for a bw (packets per usec << BW_SCALE) times a per-mille
- * gain, less the pacing margin. u64 holds it up to several Tbit/s.
- */
-static u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain)
+u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain)
 {
 	unsigned int mss = tcp_sk(sk)->mss_cache;
 	u64 rate = bw * mss * gain;
@@ -173,8 +161,15 @@ static u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain)
 	return rate >> BW_SCALE;
 }
 
-static unsigned long bbrx_bw_to_pacing_rate(const struct sock *sk, u32 bw,
-					    int gain)
+/**
+ * bbrx_bw_to_pacing_rate() - sk_pacing_rate for a bw and a gain
+ * @sk: the socket
+ * @bw: packets per usec << BBRX_BW_SCALE
+ * @gain: in 1/256
+ *
+ * Return: bytes per second, at most sk_max_pacing_rate (SO_MAX_PACING_RATE).
+ */
+unsigned long bbrx_bw_to_pacing_rate(const struct sock *sk, u32 bw, int gain)
 {
 	u64 rate = bbrx_rate_bytes(sk, bw, gain);
 
@@ -225,7 +220,7 @@ static void bbrx_set_pacing_rate(struct sock *sk, const struct bbrx_net *bn,
  *
  * Return: segments, 1 or 2.
  */
-static u32 bbrx_min_tso_segs(struct sock *sk)
+u32 bbrx_min_tso_segs(struct sock *sk)
 {
 	return READ_ONCE(sk->sk_pacing_rate) < (BBRX_MIN_TSO_RATE >> 3) ? 1 : 2;
 }
@@ -243,7 +238,7 @@ static u32 bbrx_min_tso_segs(struct sock *sk)
  *
  * Return: segments.
  */
-static u32 bbrx_tso_segs_goal(struct sock *sk, const struct bbrx_net *bn)
+u32 bbrx_tso_segs_goal(struct sock *sk, const struct bbrx_net *bn)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	unsigned long bytes;
@@ -322,8 +317,7 @@ static void bbrx_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 
 	/* Restarting from idle: do not burst at a probing gain. */
 	b->idle_restart = 1;
-	b->ack_epoch_mstamp = tp->tcp_mstamp;
-	b->ack_epoch_acked = 0;
+	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
 	if (b->mode == BBRX_PROBE_BW)
 		bbrx_set_pacing_rate(sk, bn, bbrx_bw(sk), GAIN_UNIT);
 	else if (b->mode == BBRX_PROBE_RTT &&
@@ -368,63 +362,15 @@ static u32 bbrx_inflight(struct sock *sk, const struct bbrx_net *bn, u32 bw,
 	return bbrx_add_burst_allowance(sk, bn, bbrx_bdp(sk, bw, gain));
 }
 
-/* ACK-aggregation allowance: packets acked beyond what bw explains. */
+/* ACK-aggregation allowance, once the pipe is full. */
 static u32 bbrx_aggregation_cwnd(struct sock *sk, const struct bbrx_net *bn)
 {
 	const struct bbrx *b = inet_csk_ca(sk);
-	u32 gain = bbrx_gain(READ_ONCE(bn->extra_acked_gain));
-	u32 extra, cap;
 
-	if (!gain || !b->full_bw_reached)
+	if (!b->full_bw_reached)
 		return 0;
-
-	cap = (u32)(((u64)bbrx_bw(sk) * BBRX_EXTRA_ACKED_MAX_US) >> BW_SCALE);
-	extra = max(b->extra_acked[0], b->extra_acked[1]);
-	extra = ((u64)extra * gain) >> GAIN_SCALE;
-	return min(extra, cap);
-}
-
-static void bbrx_update_ack_aggregation(struct sock *sk,
-					const struct rate_sample *rs,
-					const struct bbrx_net *bn)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbrx *b = inet_csk_ca(sk);
-	u32 epoch_us, expected, extra;
-
-	if (!READ_ONCE(bn->extra_acked_gain) || rs->acked_sacked <= 0 ||
-	    rs->delivered < 0 || rs->interval_us <= 0)
-		return;
-
-	/* Two window halves of BBRX_EXTRA_ACKED_ROUNDS rounds each. */
-	if (b->round_start) {
-		b->extra_acked_rounds = min_t(u32, 0x1F,
-					      b->extra_acked_rounds + 1);
-		if (b->extra_acked_rounds >= BBRX_EXTRA_ACKED_ROUNDS) {
-			b->extra_acked_rounds = 0;
-			b->extra_acked_idx ^= 1;
-			b->extra_acked[b->extra_acked_idx] = 0;
-		}
-	}
-
-	epoch_us = tcp_stamp_us_delta(tp->delivered_mstamp,
-				      b->ack_epoch_mstamp);
-	expected = (u32)(((u64)bbrx_bw(sk) * epoch_us) >> BW_SCALE);
-
-	/* ACKs caught up with bw (or the counter would overflow): new epoch. */
-	if (b->ack_epoch_acked <= expected ||
-	    b->ack_epoch_acked + rs->acked_sacked >= BBRX_ACK_EPOCH_MAX) {
-		b->ack_epoch_acked = 0;
-		b->ack_epoch_mstamp = tp->delivered_mstamp;
-		expected = 0;
-	}
-
-	b->ack_epoch_acked = min_t(u32, BBRX_ACK_EPOCH_MAX,
-				   b->ack_epoch_acked + rs->acked_sacked);
-	extra = min(b->ack_epoch_acked - expected, tcp_snd_cwnd(tp));
-	extra = min_t(u32, extra, U16_MAX);
-	if (extra > b->extra_acked[b->extra_acked_idx])
-		b->extra_acked[b->extra_acked_idx] = extra;
+	return bbrx_extra_acked_cwnd(&b->ea, bbrx_bw(sk),
+				     bbrx_gain(READ_ONCE(bn->extra_acked_gain)));
 }
 
 /*
@@ -648,27 +594,40 @@ static void bbrx_update_bw(struct sock *sk, const struct rate_sample *rs,
 			   (u32)min_t(u64, bw, U32_MAX));
 }
 
-/*
- * Packets in the network when the next skb leaves: with EDT pacing
- * (tp->tcp_wstamp_ns in the future) the ones the bw delivers until then
- * are gone by that time, and in a probing phase the next burst is added.
- * The phase and DRAIN checks use it so that they do not wait on data that
- * is already scheduled to drain (in-tree bbr_packets_in_net_at_edt(),
- * upstream "tcp_bbr: adjust TCP BBR for departure time pacing", Oct 2018).
+/**
+ * bbrx_inflight_at_edt() - packets still in the network when the next skb leaves
+ * @sk: the socket
+ * @inflight: packets in flight now
+ * @bw: the model's bw, packets per usec << BBRX_BW_SCALE
+ *
+ * With EDT pacing (tp->tcp_wstamp_ns in the future) the packets bw delivers
+ * until then are gone by that time. Phase and DRAIN checks use it so that
+ * they do not wait on data that is already scheduled to drain (in-tree
+ * bbr_packets_in_net_at_edt(), upstream "tcp_bbr: adjust TCP BBR for
+ * departure time pacing", Oct 2018).
+ *
+ * Return: packets, @inflight less those delivered before the departure.
  */
-static u32 bbrx_inflight_at_edt(struct sock *sk, const struct bbrx_net *bn,
-				u32 inflight)
+u32 bbrx_inflight_at_edt(struct sock *sk, u32 inflight, u32 bw)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	const struct bbrx *b = inet_csk_ca(sk);
 	u64 now_ns = tp->tcp_clock_cache;
 	u64 edt_ns = max(tp->tcp_wstamp_ns, now_ns);
 	u64 until_us = div_u64(edt_ns - now_ns, NSEC_PER_USEC);
-	u64 gone = ((u64)bbrx_bw(sk) * until_us) >> BW_SCALE;
+	u64 gone = ((u64)bw * until_us) >> BW_SCALE;
+
+	return gone >= inflight ? 0 : inflight - (u32)gone;
+}
+
+/* In a probing phase the next burst is added to what is in flight. */
+static u32 bbrx_edt_inflight(struct sock *sk, const struct bbrx_net *bn,
+			     u32 inflight)
+{
+	const struct bbrx *b = inet_csk_ca(sk);
 
 	if (b->pacing_gain > GAIN_UNIT)
 		inflight += bbrx_tso_segs_goal(sk, bn);
-	return gone >= inflight ? 0 : inflight - (u32)gone;
+	return bbrx_inflight_at_edt(sk, inflight, bbrx_bw(sk));
 }
 
 /* PROBE_BW: is it time to move to the next gain phase? */
@@ -679,7 +638,7 @@ static bool bbrx_phase_done(struct sock *sk, const struct rate_sample *rs,
 	struct bbrx *b = inet_csk_ca(sk);
 	bool a_min_rtt = tcp_stamp_us_delta(tp->delivered_mstamp,
 					    b->cycle_mstamp) > b->min_rtt_us;
-	u32 inflight = bbrx_inflight_at_edt(sk, bn, rs->prior_in_flight);
+	u32 inflight = bbrx_edt_inflight(sk, bn, rs->prior_in_flight);
 	u32 bw = bbrx_max_bw(sk);
 
 	if (b->pacing_gain == GAIN_UNIT)
@@ -744,7 +703,7 @@ static void bbrx_check_drain(struct sock *sk, struct bbrx_net *bn)
 		bbrx_stat_inc(bn, BBRX_STAT_STARTUP_EXIT);
 	}
 	if (b->mode == BBRX_DRAIN &&
-	    bbrx_inflight_at_edt(sk, bn, tcp_packets_in_flight(tp)) <=
+	    bbrx_edt_inflight(sk, bn, tcp_packets_in_flight(tp)) <=
 	    bbrx_inflight(sk, bn, bbrx_max_bw(sk), GAIN_UNIT)) {
 		bbrx_enter_probe_bw(sk, bn);
 		bbrx_stat_inc(bn, BBRX_STAT_DRAIN_EXIT);
@@ -834,7 +793,9 @@ static void bbrx_cong_control(struct sock *sk, const struct rate_sample *rs)
 
 	bbrx_update_round(sk, rs);
 	bbrx_update_bw(sk, rs, bn);
-	bbrx_update_ack_aggregation(sk, rs, bn);
+	if (READ_ONCE(bn->extra_acked_gain))
+		bbrx_extra_acked_update(&b->ea, sk, rs, bbrx_bw(sk),
+					b->round_start);
 	bbrx_update_cycle(sk, rs, bn);
 	bbrx_check_full_bw(sk, rs);
 	bbrx_check_drain(sk, bn);
@@ -862,7 +823,7 @@ static void bbrx_init(struct sock *sk)
 	bbrx_lt_reset(sk);
 	b->mode = BBRX_STARTUP;
 	bbrx_update_gains(sk, bn);
-	b->ack_epoch_mstamp = tp->tcp_mstamp;
+	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
 
 	WRITE_ONCE(sk->sk_pacing_shift, READ_ONCE(bn->pacing_shift));
 	bbrx_init_pacing_rate(sk, bn);
@@ -921,46 +882,62 @@ static void bbrx_set_state(struct sock *sk, u8 new_state)
 	bbrx_stat_inc(bn, BBRX_STAT_LOSS_ENTER);
 }
 
-/* Buffer 3x cwnd so the application can keep up with probing. */
-static u32 bbrx_sndbuf_expand(struct sock *sk)
-{
-	return 3;
-}
-
 /**
- * bbrx_get_info() - report the model through struct tcp_bbr_info
+ * bbrx_fill_bbr_info() - report a BBR-family model as struct tcp_bbr_info
  * @sk: the socket
  * @ext: INET_DIAG extension bits requested
  * @attr: set to INET_DIAG_BBRINFO
- * @info: filled with bw (bytes/s), min_rtt (usec) and gains (<< 8)
+ * @info: filled with bw (bytes/s), min_rtt (usec) and gains (in 1/256)
+ * @bw: the model's bw, packets per usec << BBRX_BW_SCALE
+ * @min_rtt_us: the model's min_rtt, usec
+ * @pacing_gain: current pacing gain, 1/256
+ * @cwnd_gain: current cwnd gain, 1/256
  *
  * ss(8) decodes only vegas, dctcp and bbr info; reusing the bbr layout makes
  * `ss -ti` print bbr:(bw:...,mrtt:...,pacing_gain:...,cwnd_gain:...).
  *
  * Return: bytes written to @info, 0 if not requested.
  */
-static size_t bbrx_get_info(struct sock *sk, u32 ext, int *attr,
-			    union tcp_cc_info *info)
+size_t bbrx_fill_bbr_info(struct sock *sk, u32 ext, int *attr,
+			  union tcp_cc_info *info, u32 bw, u32 min_rtt_us,
+			  u32 pacing_gain, u32 cwnd_gain)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbrx *b = inet_csk_ca(sk);
-	u64 bw;
+	u64 rate;
 
 	if (!(ext & (1 << (INET_DIAG_BBRINFO - 1))) &&
 	    !(ext & (1 << (INET_DIAG_VEGASINFO - 1))))
 		return 0;
 
-	bw = (u64)bbrx_bw(sk) * tp->mss_cache * USEC_PER_SEC;
-	bw >>= BW_SCALE;
+	rate = (u64)bw * tcp_sk(sk)->mss_cache * USEC_PER_SEC;
+	rate >>= BW_SCALE;
 	memset(&info->bbr, 0, sizeof(info->bbr));
-	info->bbr.bbr_bw_lo = (u32)bw;
-	info->bbr.bbr_bw_hi = (u32)(bw >> 32);
-	info->bbr.bbr_min_rtt = b->min_rtt_us;
-	/* tcp_bbr_info's gains are in 1/256, as the model's */
-	info->bbr.bbr_pacing_gain = b->pacing_gain;
-	info->bbr.bbr_cwnd_gain = b->cwnd_gain;
+	info->bbr.bbr_bw_lo = (u32)rate;
+	info->bbr.bbr_bw_hi = (u32)(rate >> 32);
+	info->bbr.bbr_min_rtt = min_rtt_us;
+	info->bbr.bbr_pacing_gain = pacing_gain;
+	info->bbr.bbr_cwnd_gain = cwnd_gain;
 	*attr = INET_DIAG_BBRINFO;
 	return sizeof(info->bbr);
+}
+
+static size_t bbrx_get_info(struct sock *sk, u32 ext, int *attr,
+			    union tcp_cc_info *info)
+{
+	struct bbrx *b = inet_csk_ca(sk);
+
+	return bbrx_fill_bbr_info(sk, ext, attr, info, bbrx_bw(sk),
+				  b->min_rtt_us, b->pacing_gain, b->cwnd_gain);
+}
+
+/**
+ * bbrx_sndbuf_expand() - the .sndbuf_expand of both models
+ * @sk: the socket
+ *
+ * Return: 3, buffer 3x cwnd so the application keeps up with probing.
+ */
+u32 bbrx_sndbuf_expand(struct sock *sk)
+{
+	return 3;
 }
 
 BBRX_DEFINE_CONG_CONTROL_WRAPPER(bbrx_cong_control)

@@ -91,9 +91,15 @@ static int __init bbrx_module_init(void)
 	err = bbrx_cc_register();
 	if (err)
 		goto err_hooks;
-	pr_info("bbrx: congestion control \"%s\" registered\n", BBRX_CA_NAME);
+	err = bbrx3_cc_register();
+	if (err)
+		goto err_cc;
+	pr_info("bbrx: congestion controls \"%s\" and \"%s\" registered\n",
+		BBRX_CA_NAME, BBRX3_CA_NAME);
 	return 0;
 
+err_cc:
+	bbrx_cc_unregister();
 err_hooks:
 	bbrx_hooks_remove();
 err_pernet:
@@ -103,6 +109,7 @@ err_pernet:
 
 static void __exit bbrx_module_exit(void)
 {
+	bbrx3_cc_unregister();
 	bbrx_cc_unregister();
 	bbrx_hooks_remove();
 	unregister_pernet_subsys(&bbrx_net_ops);
@@ -119,3 +126,5 @@ MODULE_AUTHOR("bbrx developers <bbrx@localhost>");
 MODULE_DESCRIPTION("TCP BBR-family congestion control with a GSO-independent burst goal");
 MODULE_LICENSE("GPL");
 MODULE_VERSION(BBRX_VERSION);
+/* TCP_CONGESTION "bbrx3" loads this module on demand ("tcp_" + name) */
+MODULE_ALIAS("tcp_" BBRX3_CA_NAME);

@@ -37,6 +37,15 @@ static const char * const bbrx_stat_names[BBRX_STAT_MAX] = {
 	[BBRX_STAT_DELACK_PUSH_SUPPRESSED] = "DelackPushSuppressed",
 	[BBRX_STAT_LT_BW_USED]		= "LtBwUsed",
 	[BBRX_STAT_PROBE_RTT_IDLE_EXIT]	= "ProbeRttIdleExit",
+	[BBRX3_STAT_SOCKETS_INIT]	= "Bbrx3SocketsInit",
+	[BBRX3_STAT_STARTUP_EXIT]	= "Bbrx3StartupExit",
+	[BBRX3_STAT_STARTUP_EXIT_CONG]	= "Bbrx3StartupExitCong",
+	[BBRX3_STAT_BW_PROBE]		= "Bbrx3BwProbe",
+	[BBRX3_STAT_INFLIGHT_HI_LOSS]	= "Bbrx3InflightHiLoss",
+	[BBRX3_STAT_INFLIGHT_HI_ECN]	= "Bbrx3InflightHiEcn",
+	[BBRX3_STAT_INFLIGHT_LO_LOSS]	= "Bbrx3InflightLoLoss",
+	[BBRX3_STAT_INFLIGHT_LO_ECN]	= "Bbrx3InflightLoEcn",
+	[BBRX3_STAT_PROBE_RTT_ENTER]	= "Bbrx3ProbeRttEnter",
 };
 
 /* Events of netns whose counters were already freed (bbrx_stats_late()). */

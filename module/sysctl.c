@@ -75,6 +75,24 @@ static struct bbrx_param bbrx_params[] = {
 	BBRX_PARAM(pacing_shift, 10, 4, 16),
 	/* 1: long-term (policer) bw sampling as 6.1's tcp_bbr.c; 0: off */
 	BBRX_PARAM(lt_bw, 1, 0, 1),
+	/*
+	 * bbrx3 (draft-ietf-ccwg-bbr-06 and Google's BBRv3 release; bbr3.c):
+	 * a round whose losses exceed loss_thresh of inflight means too high
+	 * (LossThresh 2%)
+	 */
+	BBRX_PARAM(bbrx3_loss_thresh, 20, 1, 500),
+	/* share of bw_lo/inflight_lo kept after a lossy round (Beta 0.7) */
+	BBRX_PARAM(bbrx3_beta, 700, 100, 1000),
+	/* inflight_hi share left free for other flows in CRUISE (0.15) */
+	BBRX_PARAM(bbrx3_headroom, 150, 0, 500),
+	/* 1: CE marks (ECN-capable connections) cut inflight; 0: ignored */
+	BBRX_PARAM(bbrx3_ecn, 1, 0, 1),
+	/* CE-marked share of a sample that means too high (release: 50%) */
+	BBRX_PARAM(bbrx3_ecn_thresh, 500, 1, 1000),
+	/* ECN used only while min_rtt <= this, usec; 0 any (release: 5 ms) */
+	BBRX_PARAM(bbrx3_ecn_max_rtt_us, 5000, 0, 10000000),
+	/* PROBE_RTT when min_rtt was not refreshed for this long, ms (5 s) */
+	BBRX_PARAM(bbrx3_probe_rtt_win_ms, 5000, 100, 600000),
 	/* 0 kernel, 1 post-114f39feab36, 2 pre (4.15 regression), 3 never */
 	BBRX_POLICY(autocork, 0, 3, BIT(BBRX_HOOK_AUTOCORK)),
 	/* 0 kernel, 1 single-skb shortcut (Oct 2023), 2 without it */

@@ -96,7 +96,8 @@ TOPO_UP=0
 
 BBRX_SYSCTLS="scope high_gain drain_gain cwnd_gain probe_bw_up_gain \
 probe_bw_down_gain extra_acked_gain min_rtt_win_ms probe_rtt_ms tso_margin \
-gso_cap pacing_shift lt_bw"
+gso_cap pacing_shift lt_bw bbrx3_loss_thresh bbrx3_beta bbrx3_headroom \
+bbrx3_ecn bbrx3_ecn_thresh bbrx3_ecn_max_rtt_us bbrx3_probe_rtt_win_ms"
 
 # name default min max
 BBRX_SYSCTL_TABLE="\
@@ -112,7 +113,14 @@ probe_rtt_ms 200 10 10000
 tso_margin 3 0 16
 gso_cap 0 0 1
 pacing_shift 10 4 16
-lt_bw 1 0 1"
+lt_bw 1 0 1
+bbrx3_loss_thresh 20 1 500
+bbrx3_beta 700 100 1000
+bbrx3_headroom 150 0 500
+bbrx3_ecn 1 0 1
+bbrx3_ecn_thresh 500 1 1000
+bbrx3_ecn_max_rtt_us 5000 0 10000000
+bbrx3_probe_rtt_win_ms 5000 100 600000"
 
 ##############################################################################
 # TAP and result bookkeeping

@@ -10,6 +10,7 @@
 #define _UAPI_BBRX_H
 
 #define BBRX_CA_NAME		"bbrx"
+#define BBRX3_CA_NAME		"bbrx3"
 #define BBRX_SYSCTL_DIR		"/proc/sys/net/ipv4/bbrx"
 #define BBRX_STAT_FILE		"/proc/net/bbrx_stat"
 #define BBRX_STAT_PREFIX	"Bbrx:"

@@ -1,0 +1,1120 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bbrx3: a BBRv3-class TCP congestion control for stock kernels.
+ *
+ * The model is draft-ietf-ccwg-bbr-06 (6 July 2026; "[D]" below, with its
+ * section numbers), which describes Google's BBRv3 release ("release"
+ * below: github.com/google/bbr, branch v3). On top of v1's bw and min_rtt
+ * it keeps bounds that loss and ECN set:
+ *
+ *   bw          = min(max_bw, bw_lo)
+ *   max_bw      = max of the delivery rate over this and the last PROBE_BW
+ *                 cycle (bw_hi[])
+ *   inflight_hi = inflight at which a bandwidth probe saw too much loss
+ *                 (> loss_thresh) or CE (> ecn_thresh): long-term bound
+ *   bw_lo,      = cut to beta after each lossy round outside probing,
+ *   inflight_lo   inflight_lo also by alpha/3 after a CE-marked round:
+ *                 short-term bounds, reset when probing starts
+ *   cwnd        = min(2 x BDP + extra_acked, state's bound of inflight_hi,
+ *                 inflight_lo)
+ *
+ * PROBE_BW cycles DOWN (pace 0.9 x bw until inflight is below the
+ * headroom) -> CRUISE (1.0, inflight_hi less headroom) -> REFILL (1.0, one
+ * round, bounds lifted) -> UP (1.25, inflight_hi grows 1, 2, 4 ... packets
+ * per round until loss/CE or bw stops growing) -> DOWN. The wait in DOWN and
+ * CRUISE is 2-3 s of wall clock, or fewer rounds than a Reno flow at the
+ * same BDP needs to regrow its window (at most 63): the two bounds behind
+ * v3's coexistence with Reno/CUBIC [D 5.3.3.8]. STARTUP also ends on
+ * loss or ECN; PROBE_RTT holds 0.5 x BDP every 5 s.
+ *
+ * What a stock kernel does not give a module, and what bbrx3 uses instead:
+ * - The release compares the packets lost while a packet was in flight
+ *   with the inflight when it was sent (rate_sample's tx_in_flight and lost,
+ *   added by its kernel patches). bbrx3 counts tp->lost since the start of
+ *   the current round against rs->prior_in_flight: the window is at most a
+ *   round, so a loss burst is seen up to one round later, not earlier.
+ * - The release reacts per lost skb (.skb_marked_lost) and refines
+ *   inflight_hi inside a TSO burst; bbrx3 reacts on the ACK that reports
+ *   the loss, with inflight_hi = max(inflight, beta x target inflight).
+ * - CE: rs->delivered_ce and tp->delivered_ce count packets acked with
+ *   ECE. With an RFC 3168 receiver ECE stays on until the sender's CWR, so
+ *   one mark reads as about a round of marks: bbrx3 then reacts like a
+ *   classic ECN sender (once per round). Hence the release's min_rtt gate
+ *   (bbrx3_ecn_max_rtt_us, 5 ms) is the default.
+ * - An undo of a spurious recovery resets bw_lo and inflight_lo instead
+ *   of restoring saved values (no room for the copies, see struct bbrx3).
+ * - Not modelled: the release's fast path, ECN reprobe, TLP-loss
+ *   accounting and PLB.
+ * Constants follow [D]; where the release differs, the comment says so.
+ */
+#include <linux/module.h>
+#include <linux/random.h>
+#include <net/inet_ecn.h>
+#include <net/tcp.h>
+
+#include "bbrx.h"
+#include "compat.h"
+
+#define BW_UNIT		BIT(BBRX_BW_SCALE)
+#define GAIN_UNIT	BIT(BBRX_GAIN_SCALE)
+#define PERMILLE	1000
+#define B3_UNSET	U32_MAX		/* bound not set: infinite */
+
+/* Gains in 1/256. */
+#define B3_STARTUP_GAIN		710	/* 2.77 = 4 ln 2: doubles per round [D 2.5] */
+#define B3_CWND_GAIN		512	/* 2.0 x BDP in most states [D 2.6] */
+#define B3_DRAIN_GAIN		128	/* 0.5 [D 5.3.2]; release 1/2.885 */
+#define B3_DOWN_GAIN		230	/* 0.90 [D 5.3.3.1]; release 0.91 */
+#define B3_UP_GAIN		320	/* 1.25 [D 5.3.3.5] */
+#define B3_UP_CWND_GAIN		576	/* 2.25: inflight may grow in UP */
+#define B3_PROBE_RTT_GAIN	128	/* cwnd 0.5 x BDP [D 2.16.2] */
+#define B3_FULL_BW_GROWTH	320	/* bw still growing: +25% [D 5.3.1.2] */
+
+#define B3_MIN_CWND		4	/* MinPipeCwnd, packets [D 2.8] */
+#define B3_FULL_BW_ROUNDS	3	/* rounds without growth: full [D 5.3.1.2] */
+#define B3_FULL_LOSS_CNT	6	/* lossy ACKs in a round: STARTUP exit */
+#define B3_FULL_ECN_ROUNDS	2	/* CE rounds ending STARTUP (release) */
+#define B3_DRAIN_MAX_ROUNDS	3	/* DRAIN ends after 3 rounds [D 5.3.2] */
+#define B3_MIN_RTT_WIN_MS	10000	/* min_rtt filter [D 2.16.1] */
+#define B3_PROBE_RTT_MS		200	/* at PROBE_RTT cwnd [D 2.16.2] */
+#define B3_PROBE_WAIT_MS	2000	/* DOWN/CRUISE last 2 s ... */
+#define B3_PROBE_RAND_MS	1000	/* ... plus up to 1 s [D 5.3.3.8.3] */
+#define B3_PROBE_MAX_ROUNDS	63	/* Reno-coexistence bound [D 5.3.3.8.3] */
+#define B3_PROBE_UP_MAX_SHIFT	30	/* inflight_hi growth doubles to 2^30 */
+#define B3_ECN_ALPHA_SHIFT	4	/* alpha EWMA gain 1/16 (release) */
+#define B3_ECN_FACTOR		85	/* inflight_lo cut alpha/3 (release) */
+
+enum bbrx3_mode {
+	B3_STARTUP,
+	B3_DRAIN,
+	B3_PROBE_BW,
+	B3_PROBE_RTT,
+};
+
+enum bbrx3_probe_bw_state {
+	B3_DOWN,
+	B3_CRUISE,
+	B3_REFILL,
+	B3_UP,
+};
+
+/* Where the ACKs of a bandwidth probe are [D 2.14]. */
+enum bbrx3_ack_phase {
+	B3_ACKS_INIT,
+	B3_ACKS_REFILLING,	/* ACKs of REFILL's round */
+	B3_ACKS_PROBE_STARTING,	/* of the first round of UP */
+	B3_ACKS_PROBE_FEEDBACK,	/* of data sent at UP's rate */
+	B3_ACKS_PROBE_STOPPING,	/* of data sent after the probe ended */
+};
+
+/*
+ * Private state, packed into ICSK_CA_PRIV_SIZE (104 bytes on 6.1 and 6.12):
+ * stamps are 32-bit jiffies or usec, the probe-up counters 16 bits (a cwnd
+ * above 65535 packets grows inflight_hi a little slower), and no undo copies
+ * of the bounds. 100 bytes.
+ */
+struct bbrx3 {
+	u32 bw_hi[2];		/* BW_UNIT: max bw, last and this cycle */
+	u32 bw_lo;		/* BW_UNIT: short-term bound, B3_UNSET */
+	u32 bw_latest;		/* BW_UNIT: max delivery rate this round */
+	u32 inflight_hi;	/* packets: long-term bound, B3_UNSET */
+	u32 inflight_lo;	/* packets: short-term bound, B3_UNSET */
+	u32 inflight_latest;	/* packets delivered per sample, max */
+	u32 min_rtt_us;		/* 10 s min filter */
+	u32 min_rtt_stamp;	/* jiffies */
+	u32 probe_rtt_min_us;	/* bbrx3_probe_rtt_win_ms min filter */
+	u32 probe_rtt_min_stamp; /* jiffies */
+	u32 probe_rtt_done_stamp; /* jiffies: PROBE_RTT may end, 0 unset */
+	u32 next_round_delivered; /* tp->delivered that ends this round */
+	u32 round_lost;		/* tp->lost at this round's start */
+	u32 round_delivered;	/* tp->delivered at this round's start */
+	u32 round_delivered_ce;	/* tp->delivered_ce at this round's start */
+	u32 prior_cwnd;		/* cwnd before recovery or PROBE_RTT */
+	u32 full_bw;		/* BW_UNIT: bw at the last 25% growth */
+	u32 cycle_stamp;	/* jiffies: DOWN (or UP) began */
+	struct bbrx_extra_acked ea; /* ACK aggregation (extra_acked.c) */
+	u16 probe_up_cnt;	/* acked per +1 of inflight_hi, U16_MAX off */
+	u16 probe_up_acked;	/* acked toward the next +1 */
+	u32 mode:2,		/* enum bbrx3_mode */
+	    state:2,		/* enum bbrx3_probe_bw_state */
+	    ack_phase:3,	/* enum bbrx3_ack_phase */
+	    prev_ca_state:3,	/* icsk_ca_state on the last ACK */
+	    full_bw_cnt:2,	/* rounds without bw growth */
+	    round_start:1,	/* this ACK began a round */
+	    idle_restart:1,	/* restarting after idle */
+	    probe_rtt_round_done:1, /* a round passed at PROBE_RTT cwnd */
+	    full_bw_reached:1,	/* STARTUP found the pipe full */
+	    full_bw_now:1,	/* bw plateau in this STARTUP/UP */
+	    has_seen_rtt:1,	/* pacing was set from a real RTT */
+	    loss_in_round:1,	/* a loss was reported this round */
+	    ecn_in_round:1,	/* a CE mark was echoed this round */
+	    probe_samples:1,	/* samples come from a bw probe */
+	    prev_probe_too_high:1, /* the last probe went too high */
+	    stopped_risky_probe:1, /* UP stopped at inflight_hi */
+	    packet_conservation:1, /* first round of fast recovery */
+	    probe_up_rounds:5,	/* UP rounds: growth 2^n per round */
+	    unused:3;
+	u32 probe_wait_ms:12,	/* wall-clock wait in DOWN/CRUISE */
+	    ecn_alpha:9,	/* CE share EWMA, GAIN_UNIT = all marked */
+	    startup_ecn_rounds:2, /* consecutive CE rounds in STARTUP */
+	    loss_events:3,	/* ACKs with losses this round, saturating */
+	    unused2:6;
+	u8 rounds_since_probe;	/* rounds since the last UP, saturating */
+};
+
+static struct bbrx_net *b3_net(const struct sock *sk)
+{
+	return bbrx_pernet(sock_net(sk));
+}
+
+static u32 b3_max_bw(const struct bbrx3 *b)
+{
+	return max(b->bw_hi[0], b->bw_hi[1]);
+}
+
+/* The bw the model runs on: max_bw, unless a lossy round set bw_lo. */
+static u32 b3_bw(const struct bbrx3 *b)
+{
+	return min(b3_max_bw(b), b->bw_lo);
+}
+
+static u32 b3_pacing_gain(const struct bbrx3 *b)
+{
+	switch (b->mode) {
+	case B3_STARTUP:
+		return B3_STARTUP_GAIN;
+	case B3_DRAIN:
+		return B3_DRAIN_GAIN;
+	case B3_PROBE_BW:
+		if (b->state == B3_UP)
+			return B3_UP_GAIN;
+		return b->state == B3_DOWN ? B3_DOWN_GAIN : GAIN_UNIT;
+	default:
+		return GAIN_UNIT;
+	}
+}
+
+static u32 b3_cwnd_gain(const struct bbrx3 *b)
+{
+	if (b->mode == B3_PROBE_BW && b->state == B3_UP)
+		return B3_UP_CWND_GAIN;
+	if (b->mode == B3_PROBE_RTT)
+		return B3_PROBE_RTT_GAIN;
+	return B3_CWND_GAIN;
+}
+
+/* Packets in gain x bw x min_rtt, rounded up; the initial window before
+ * the first RTT sample.
+ */
+static u32 b3_bdp(const struct bbrx3 *b, u32 bw, u32 gain)
+{
+	u64 w;
+
+	if (unlikely(b->min_rtt_us == ~0U))
+		return TCP_INIT_CWND;
+	w = (u64)bw * b->min_rtt_us;
+	w = (w * gain) >> BBRX_GAIN_SCALE;
+	return (u32)((w + BW_UNIT - 1) >> BBRX_BW_SCALE);
+}
+
+/*
+ * The offload budget: room for tso_margin bursts of the burst goal (the
+ * qdisc, the TSO engine and the receiver's GRO each hold one) [D 5.5.8.1],
+ * at least MinPipeCwnd, and 2 more packets in UP so that a tiny BDP can
+ * still exceed itself [D 5.6.4.2]. The goal is bbrx's, so gso_cap acts
+ * here as in bbrx.
+ */
+static u32 b3_quantization_budget(struct sock *sk, const struct bbrx_net *bn,
+				  u32 inflight)
+{
+	const struct bbrx3 *b = inet_csk_ca(sk);
+	u32 budget = READ_ONCE(bn->tso_margin) * bbrx_tso_segs_goal(sk, bn);
+
+	inflight = max3(inflight, budget, (u32)B3_MIN_CWND);
+	if (b->mode == B3_PROBE_BW && b->state == B3_UP)
+		inflight += 2;
+	return inflight;
+}
+
+static u32 b3_inflight(struct sock *sk, const struct bbrx_net *bn, u32 bw,
+		       u32 gain)
+{
+	return b3_quantization_budget(sk, bn,
+				      b3_bdp(inet_csk_ca(sk), bw, gain));
+}
+
+/* The inflight the flow aims at in steady state: one BDP, at most cwnd. */
+static u32 b3_target_inflight(struct sock *sk, const struct bbrx_net *bn)
+{
+	const struct bbrx3 *b = inet_csk_ca(sk);
+
+	return min(b3_inflight(sk, bn, b3_bw(b), GAIN_UNIT),
+		   tcp_snd_cwnd(tcp_sk(sk)));
+}
+
+/* inflight_hi less the headroom left to other flows [D 5.3.3.9]. */
+static u32 b3_inflight_with_headroom(const struct bbrx3 *b,
+				     const struct bbrx_net *bn)
+{
+	u32 headroom;
+
+	if (b->inflight_hi == B3_UNSET)
+		return B3_UNSET;
+	headroom = (u64)b->inflight_hi * READ_ONCE(bn->bbrx3_headroom) /
+		   PERMILLE;
+	headroom = max(headroom, 1U);
+	return max_t(s32, b->inflight_hi - headroom, B3_MIN_CWND);
+}
+
+/* ECN is used on ECN-capable connections at a min_rtt inside the gate. */
+static bool b3_ecn_eligible(struct sock *sk, const struct bbrx_net *bn)
+{
+	const struct bbrx3 *b = inet_csk_ca(sk);
+	u32 gate = READ_ONCE(bn->bbrx3_ecn_max_rtt_us);
+
+	return READ_ONCE(bn->bbrx3_ecn) &&
+	       (tcp_sk(sk)->ecn_flags & TCP_ECN_OK) &&
+	       (!gate || b->min_rtt_us <= gate);
+}
+
+static void b3_start_round(struct sock *sk)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	b->next_round_delivered = tcp_sk(sk)->delivered;
+}
+
+static void b3_reset_lower_bounds(struct bbrx3 *b)
+{
+	b->bw_lo = B3_UNSET;
+	b->inflight_lo = B3_UNSET;
+}
+
+static void b3_reset_full_bw(struct bbrx3 *b)
+{
+	b->full_bw = 0;
+	b->full_bw_cnt = 0;
+	b->full_bw_now = 0;
+}
+
+/* Save cwnd before recovery or PROBE_RTT cut it, to restore it after. */
+static void b3_save_cwnd(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	if (b->prev_ca_state < TCP_CA_Recovery && b->mode != B3_PROBE_RTT)
+		b->prior_cwnd = tcp_snd_cwnd(tp);
+	else
+		b->prior_cwnd = max(b->prior_cwnd, tcp_snd_cwnd(tp));
+}
+
+/*
+ * DOWN: forget this cycle's signals, stop growing inflight_hi and draw the
+ * wait until the next probe: 2-3 s, and a round count that starts at a
+ * random 0 or 1 so that flows do not probe in lockstep [D 5.3.3.8.3].
+ */
+static void b3_start_down(struct sock *sk)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	b->mode = B3_PROBE_BW;
+	b->state = B3_DOWN;
+	b->loss_in_round = 0;
+	b->ecn_in_round = 0;
+	b->bw_latest = 0;
+	b->inflight_latest = 0;
+	b->probe_up_cnt = U16_MAX;
+	b->rounds_since_probe = get_random_u32_below(2);
+	b->probe_wait_ms = B3_PROBE_WAIT_MS +
+			   get_random_u32_below(B3_PROBE_RAND_MS);
+	b->cycle_stamp = tcp_jiffies32;
+	b->ack_phase = B3_ACKS_PROBE_STOPPING;
+	b3_start_round(sk);
+}
+
+/* CRUISE: never more short-term room than the long-term bound allows. */
+static void b3_start_cruise(struct sock *sk)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	if (b->inflight_lo != B3_UNSET)
+		b->inflight_lo = min(b->inflight_lo, b->inflight_hi);
+	b->state = B3_CRUISE;
+}
+
+/* REFILL: lift the short-term bounds and fill the pipe for one round. */
+static void b3_start_refill(struct sock *sk)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	b3_reset_lower_bounds(b);
+	b->probe_up_rounds = 0;
+	b->probe_up_acked = 0;
+	b->stopped_risky_probe = 0;
+	b->ack_phase = B3_ACKS_REFILLING;
+	b->state = B3_REFILL;
+	b3_start_round(sk);
+}
+
+/*
+ * inflight_hi grows 1, 2, 4 ... packets per round of UP: per round, one
+ * packet per cwnd / 2^n packets acked [D 5.3.3.9].
+ */
+static void b3_raise_inflight_hi_slope(struct sock *sk)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 growth = 1U << b->probe_up_rounds;
+
+	b->probe_up_rounds = min(b->probe_up_rounds + 1, B3_PROBE_UP_MAX_SHIFT);
+	b->probe_up_cnt = clamp_t(u32, tcp_snd_cwnd(tcp_sk(sk)) / growth, 1,
+				  U16_MAX - 1);
+}
+
+static void b3_start_up(struct sock *sk, struct bbrx_net *bn, u32 bw_sample)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	b->ack_phase = B3_ACKS_PROBE_STARTING;
+	b3_start_round(sk);
+	b->cycle_stamp = tcp_jiffies32;
+	b3_reset_full_bw(b);
+	b->full_bw = bw_sample;
+	b->state = B3_UP;
+	b3_raise_inflight_hi_slope(sk);
+	bbrx_stat_inc(bn, BBRX3_STAT_BW_PROBE);
+}
+
+/*
+ * Time to probe: the wall-clock wait is over, or as many rounds passed as
+ * a Reno flow with this BDP needs to grow its window back (at most 63)
+ * [D 5.3.3.8.2].
+ */
+static bool b3_check_time_to_probe(struct sock *sk, const struct bbrx_net *bn)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 rounds = min_t(u32, b3_target_inflight(sk, bn), B3_PROBE_MAX_ROUNDS);
+
+	if (after(tcp_jiffies32,
+		  b->cycle_stamp + msecs_to_jiffies(b->probe_wait_ms)) ||
+	    b->rounds_since_probe >= rounds) {
+		b3_start_refill(sk);
+		return true;
+	}
+	return false;
+}
+
+/* DOWN ends once inflight is below both the headroom and one BDP. */
+static bool b3_check_time_to_cruise(struct sock *sk, const struct bbrx_net *bn,
+				    u32 inflight)
+{
+	const struct bbrx3 *b = inet_csk_ca(sk);
+
+	if (inflight > b3_inflight_with_headroom(b, bn))
+		return false;
+	return inflight <= b3_inflight(sk, bn, b3_max_bw(b), GAIN_UNIT);
+}
+
+enum b3_too_high { B3_OK, B3_TOO_HIGH_LOSS, B3_TOO_HIGH_ECN };
+
+/*
+ * Did the flow send too much? Losses this round above loss_thresh of the
+ * inflight, or a CE-marked share of the sample above ecn_thresh [D 5.5.10.2;
+ * the ECN rule is the release's].
+ */
+static enum b3_too_high b3_is_inflight_too_high(struct sock *sk,
+						const struct rate_sample *rs,
+						const struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 lost = tp->lost - b->round_lost;
+
+	if (rs->losses > 0 && lost &&
+	    (u64)lost * PERMILLE >
+	    (u64)READ_ONCE(bn->bbrx3_loss_thresh) * max(rs->prior_in_flight, 1U))
+		return B3_TOO_HIGH_LOSS;
+	if (rs->delivered > 0 && rs->delivered_ce > 0 &&
+	    b3_ecn_eligible(sk, bn) &&
+	    (u64)rs->delivered_ce * PERMILLE >
+	    (u64)READ_ONCE(bn->bbrx3_ecn_thresh) * rs->delivered)
+		return B3_TOO_HIGH_ECN;
+	return B3_OK;
+}
+
+/*
+ * A probe went too high: the inflight it reached (or beta of the target,
+ * whichever is more) becomes the long-term bound, once per probe; UP ends.
+ */
+static void b3_handle_inflight_too_high(struct sock *sk,
+					const struct rate_sample *rs,
+					struct bbrx_net *bn,
+					enum b3_too_high why)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 beta = READ_ONCE(bn->bbrx3_beta);
+
+	b->prev_probe_too_high = 1;
+	b->probe_samples = 0;
+	if (!rs->is_app_limited) {
+		b->inflight_hi = max_t(u32, rs->prior_in_flight,
+				       (u64)b3_target_inflight(sk, bn) * beta /
+				       PERMILLE);
+		bbrx_stat_inc(bn, why == B3_TOO_HIGH_ECN ?
+			      BBRX3_STAT_INFLIGHT_HI_ECN :
+			      BBRX3_STAT_INFLIGHT_HI_LOSS);
+	}
+	if (b->mode == B3_PROBE_BW && b->state == B3_UP)
+		b3_start_down(sk);
+}
+
+/* UP, limited by inflight_hi: count acked packets into its growth. */
+static void b3_probe_inflight_hi_upward(struct sock *sk,
+					const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 acked, delta;
+
+	if (!tp->is_cwnd_limited || tcp_snd_cwnd(tp) < b->inflight_hi)
+		return;
+	if (b->probe_up_cnt == U16_MAX)
+		return;			/* not growing (DOWN began) */
+	acked = b->probe_up_acked + rs->acked_sacked;
+	if (acked >= b->probe_up_cnt) {
+		delta = acked / b->probe_up_cnt;
+		acked -= delta * b->probe_up_cnt;
+		b->inflight_hi += delta;
+	}
+	b->probe_up_acked = min_t(u32, acked, U16_MAX);
+	if (b->round_start)
+		b3_raise_inflight_hi_slope(sk);
+}
+
+/*
+ * The long-term model, on every ACK once the pipe was found full: the ACK
+ * phase of the last probe, the max_bw window, and inflight_hi (cut when a
+ * probe went too high, raised when more inflight proved safe).
+ */
+static void b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
+				  struct bbrx_net *bn)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+	enum b3_too_high why;
+
+	if (b->ack_phase == B3_ACKS_PROBE_STARTING && b->round_start)
+		b->ack_phase = B3_ACKS_PROBE_FEEDBACK;
+	if (b->ack_phase == B3_ACKS_PROBE_STOPPING && b->round_start) {
+		b->probe_samples = 0;
+		b->ack_phase = B3_ACKS_INIT;
+		if (b->mode == B3_PROBE_BW && !rs->is_app_limited) {
+			/* a cycle ended: max_bw now spans this one and the last */
+			b->bw_hi[0] = b->bw_hi[1];
+			b->bw_hi[1] = 0;
+		}
+		/* a stop at inflight_hi without loss: probe again at once */
+		if (b->mode == B3_PROBE_BW && b->stopped_risky_probe &&
+		    !b->prev_probe_too_high)
+			b3_start_refill(sk);
+	}
+
+	why = b3_is_inflight_too_high(sk, rs, bn);
+	if (why != B3_OK) {
+		if (b->probe_samples)
+			b3_handle_inflight_too_high(sk, rs, bn, why);
+		return;
+	}
+	if (b->inflight_hi == B3_UNSET)
+		return;
+	if (rs->prior_in_flight > b->inflight_hi)
+		b->inflight_hi = rs->prior_in_flight;
+	if (b->mode == B3_PROBE_BW && b->state == B3_UP)
+		b3_probe_inflight_hi_upward(sk, rs);
+}
+
+static void b3_update_cycle_phase(struct sock *sk,
+				  const struct rate_sample *rs,
+				  struct bbrx_net *bn, u32 bw_sample)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 inflight;
+
+	if (!b->full_bw_reached)
+		return;
+	b3_adapt_upper_bounds(sk, rs, bn);
+	if (b->mode != B3_PROBE_BW)
+		return;
+
+	inflight = bbrx_inflight_at_edt(sk, rs->prior_in_flight, b3_bw(b));
+	switch (b->state) {
+	case B3_DOWN:
+		if (b3_check_time_to_probe(sk, bn))
+			return;
+		if (b3_check_time_to_cruise(sk, bn, inflight))
+			b3_start_cruise(sk);
+		break;
+	case B3_CRUISE:
+		b3_check_time_to_probe(sk, bn);
+		break;
+	case B3_REFILL:
+		if (b->round_start) {
+			b->probe_samples = 1;
+			b3_start_up(sk, bn, bw_sample);
+		}
+		break;
+	case B3_UP:
+		if (b->prev_probe_too_high && inflight >= b->inflight_hi) {
+			b->stopped_risky_probe = 1;
+		} else if (tp->is_cwnd_limited &&
+			   tcp_snd_cwnd(tp) >= b->inflight_hi) {
+			/* held by inflight_hi: bw cannot show a plateau */
+			b3_reset_full_bw(b);
+			b->full_bw = bw_sample;
+			break;
+		} else if (!b->full_bw_now) {
+			break;
+		}
+		b->prev_probe_too_high = 0;
+		b3_start_down(sk);
+		break;
+	}
+}
+
+/* Per-round signals: the CE share's EWMA and STARTUP's loss and ECN exits. */
+static void b3_end_of_round(struct sock *sk, struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 delivered = tp->delivered - b->round_delivered;
+	u32 ce = tp->delivered_ce - b->round_delivered_ce;
+	u32 lost = tp->lost - b->round_lost;
+	u32 ratio = 0;
+
+	if (delivered && b3_ecn_eligible(sk, bn)) {
+		ratio = min_t(u32, div_u64((u64)ce << BBRX_GAIN_SCALE, delivered),
+			      GAIN_UNIT);
+		b->ecn_alpha = b->ecn_alpha -
+			       (b->ecn_alpha >> B3_ECN_ALPHA_SHIFT) +
+			       (ratio >> B3_ECN_ALPHA_SHIFT);
+	}
+	if (b->mode == B3_STARTUP && !b->full_bw_reached) {
+		bool ecn_high = ratio * PERMILLE >=
+			(u64)READ_ONCE(bn->bbrx3_ecn_thresh) * GAIN_UNIT;
+		/* [D 5.3.1.3]; losses counted per ACK, as the release */
+		bool loss_high = inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery &&
+			b->loss_events >= B3_FULL_LOSS_CNT &&
+			(u64)lost * PERMILLE >
+			(u64)READ_ONCE(bn->bbrx3_loss_thresh) * (delivered + lost);
+
+		if (ecn_high && ce)
+			b->startup_ecn_rounds = min(b->startup_ecn_rounds + 1,
+						    B3_FULL_ECN_ROUNDS);
+		else
+			b->startup_ecn_rounds = 0;
+		if (loss_high || b->startup_ecn_rounds >= B3_FULL_ECN_ROUNDS) {
+			b->full_bw_reached = 1;
+			b->inflight_hi = max(b3_bdp(b, b3_max_bw(b), GAIN_UNIT),
+					     b->inflight_latest);
+			bbrx_stat_inc(bn, BBRX3_STAT_STARTUP_EXIT_CONG);
+		}
+	}
+	b->round_lost = tp->lost;
+	b->round_delivered = tp->delivered;
+	b->round_delivered_ce = tp->delivered_ce;
+	b->loss_events = 0;
+}
+
+/*
+ * Once per round outside probing: after a lossy round keep beta of bw_lo
+ * and inflight_lo, but never less than the round delivered; after a
+ * CE-marked round cut inflight_lo by alpha/3 [D 5.5.10.3; ECN: release].
+ */
+static void b3_adapt_lower_bounds(struct sock *sk, struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 beta = READ_ONCE(bn->bbrx3_beta);
+	u32 ecn_lo = B3_UNSET;
+
+	if (b->mode == B3_STARTUP ||
+	    (b->mode == B3_PROBE_BW &&
+	     (b->state == B3_REFILL || b->state == B3_UP)))
+		return;
+
+	if (b->ecn_in_round && b3_ecn_eligible(sk, bn)) {
+		if (b->inflight_lo == B3_UNSET)
+			b->inflight_lo = tcp_snd_cwnd(tp);
+		ecn_lo = (u64)b->inflight_lo *
+			 (GAIN_UNIT - ((b->ecn_alpha * B3_ECN_FACTOR) >>
+				       BBRX_GAIN_SCALE)) >> BBRX_GAIN_SCALE;
+		bbrx_stat_inc(bn, BBRX3_STAT_INFLIGHT_LO_ECN);
+	}
+	if (b->loss_in_round) {
+		if (b->bw_lo == B3_UNSET)
+			b->bw_lo = b3_max_bw(b);
+		if (b->inflight_lo == B3_UNSET)
+			b->inflight_lo = tcp_snd_cwnd(tp);
+		b->bw_lo = max_t(u32, b->bw_latest,
+				 (u64)b->bw_lo * beta / PERMILLE);
+		b->inflight_lo = max_t(u32, b->inflight_latest,
+				       (u64)b->inflight_lo * beta / PERMILLE);
+		bbrx_stat_inc(bn, BBRX3_STAT_INFLIGHT_LO_LOSS);
+	}
+	b->inflight_lo = min(b->inflight_lo, ecn_lo);
+	b->bw_lo = max(b->bw_lo, 1U);
+}
+
+/* Packet-timed rounds; at each round's end the round's signals are used. */
+static void b3_update_round(struct sock *sk, const struct rate_sample *rs,
+			    struct bbrx_net *bn, u32 bw_sample)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	b->round_start = 0;
+	/* latest delivery signals, for the lower bounds */
+	b->bw_latest = max(b->bw_latest, bw_sample);
+	if (rs->delivered > 0)
+		b->inflight_latest = max_t(u32, b->inflight_latest,
+					   rs->delivered);
+	b->loss_in_round |= rs->losses > 0;
+	b->ecn_in_round |= rs->delivered_ce > 0;
+	if (rs->losses > 0 && b->loss_events < 7)
+		b->loss_events++;
+
+	if (rs->delivered < 0 || rs->interval_us <= 0 ||
+	    before(rs->prior_delivered, b->next_round_delivered))
+		return;
+
+	b->next_round_delivered = tp->delivered;
+	b->round_start = 1;
+	b->packet_conservation = 0;
+	if (b->rounds_since_probe < U8_MAX)
+		b->rounds_since_probe++;
+	b3_end_of_round(sk, bn);
+	b3_adapt_lower_bounds(sk, bn);
+	b->loss_in_round = 0;
+	b->ecn_in_round = 0;
+	b->bw_latest = bw_sample;
+	b->inflight_latest = max_t(s32, rs->delivered, 0);
+}
+
+static void b3_update_max_bw(struct sock *sk, const struct rate_sample *rs,
+			     u32 bw_sample)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	/* app-limited samples count only if they show more bw */
+	if (rs->is_app_limited && bw_sample <= b3_max_bw(b))
+		return;
+	b->bw_hi[1] = max(b->bw_hi[1], bw_sample);
+}
+
+/* bw stopped growing by 25% for 3 rounds: STARTUP's end, UP's plateau. */
+static void b3_check_full_bw(struct sock *sk, const struct rate_sample *rs)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 bw = b3_max_bw(b);
+
+	if (b->full_bw_now || !b->round_start || rs->is_app_limited)
+		return;
+	if ((u64)bw << BBRX_GAIN_SCALE >= (u64)b->full_bw * B3_FULL_BW_GROWTH) {
+		b->full_bw = bw;
+		b->full_bw_cnt = 0;
+		return;
+	}
+	if (++b->full_bw_cnt >= B3_FULL_BW_ROUNDS) {
+		b->full_bw_now = 1;
+		b->full_bw_reached = 1;
+	}
+}
+
+static void b3_check_drain(struct sock *sk, struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 inflight;
+
+	if (b->mode == B3_STARTUP && b->full_bw_reached) {
+		b->mode = B3_DRAIN;
+		b->rounds_since_probe = 0;	/* counts DRAIN's rounds */
+		tp->snd_ssthresh = b3_inflight(sk, bn, b3_max_bw(b), GAIN_UNIT);
+		bbrx_stat_inc(bn, BBRX3_STAT_STARTUP_EXIT);
+	}
+	if (b->mode != B3_DRAIN)
+		return;
+	inflight = bbrx_inflight_at_edt(sk, tcp_packets_in_flight(tp),
+					b3_bw(b));
+	if (inflight <= b3_inflight(sk, bn, b3_max_bw(b), GAIN_UNIT) ||
+	    b->rounds_since_probe >= B3_DRAIN_MAX_ROUNDS)
+		b3_start_down(sk);
+}
+
+static void b3_exit_probe_rtt(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	b3_reset_lower_bounds(b);
+	b->probe_rtt_min_stamp = tcp_jiffies32;
+	tcp_snd_cwnd_set(tp, max(tcp_snd_cwnd(tp), b->prior_cwnd));
+	if (b->full_bw_reached) {
+		b3_start_down(sk);
+		b3_start_cruise(sk);
+	} else {
+		b->mode = B3_STARTUP;
+	}
+}
+
+static bool b3_check_probe_rtt_done(struct sock *sk)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	if (!b->probe_rtt_done_stamp ||
+	    !after(tcp_jiffies32, b->probe_rtt_done_stamp))
+		return false;
+	b3_exit_probe_rtt(sk);
+	return true;
+}
+
+static u32 b3_probe_rtt_cwnd(const struct bbrx3 *b)
+{
+	return max_t(u32, b3_bdp(b, b3_bw(b), B3_PROBE_RTT_GAIN), B3_MIN_CWND);
+}
+
+/*
+ * min_rtt (10 s) and probe_rtt_min (bbrx3_probe_rtt_win_ms) filters; when
+ * the latter expires, PROBE_RTT holds inflight at 0.5 x BDP for 200 ms and
+ * a round [D 5.3.4].
+ */
+static void b3_update_min_rtt(struct sock *sk, const struct rate_sample *rs,
+			      struct bbrx_net *bn)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 win = msecs_to_jiffies(READ_ONCE(bn->bbrx3_probe_rtt_win_ms));
+	bool expired = after(tcp_jiffies32, b->probe_rtt_min_stamp + win);
+
+	if (rs->rtt_us >= 0 &&
+	    (rs->rtt_us < b->probe_rtt_min_us ||
+	     (expired && !rs->is_ack_delayed))) {
+		b->probe_rtt_min_us = rs->rtt_us;
+		b->probe_rtt_min_stamp = tcp_jiffies32;
+	}
+	if (b->probe_rtt_min_us <= b->min_rtt_us ||
+	    after(tcp_jiffies32,
+		  b->min_rtt_stamp + msecs_to_jiffies(B3_MIN_RTT_WIN_MS))) {
+		b->min_rtt_us = b->probe_rtt_min_us;
+		b->min_rtt_stamp = b->probe_rtt_min_stamp;
+	}
+
+	if (expired && !b->idle_restart && b->mode != B3_PROBE_RTT) {
+		b3_save_cwnd(sk);
+		b->mode = B3_PROBE_RTT;
+		b->probe_rtt_done_stamp = 0;
+		b->ack_phase = B3_ACKS_PROBE_STOPPING;
+		b3_start_round(sk);
+		bbrx_stat_inc(bn, BBRX3_STAT_PROBE_RTT_ENTER);
+	}
+
+	if (b->mode == B3_PROBE_RTT) {
+		/* samples at the reduced cwnd say nothing about bw */
+		tp->app_limited = (tp->delivered + tcp_packets_in_flight(tp)) ?: 1;
+		if (!b->probe_rtt_done_stamp &&
+		    tcp_packets_in_flight(tp) <= b3_probe_rtt_cwnd(b)) {
+			b->probe_rtt_done_stamp = tcp_jiffies32 +
+				msecs_to_jiffies(B3_PROBE_RTT_MS);
+			b->probe_rtt_done_stamp |= !b->probe_rtt_done_stamp;
+			b->probe_rtt_round_done = 0;
+			b3_start_round(sk);
+		} else if (b->probe_rtt_done_stamp) {
+			if (b->round_start)
+				b->probe_rtt_round_done = 1;
+			if (b->probe_rtt_round_done)
+				b3_check_probe_rtt_done(sk);
+		}
+	}
+	if (rs->delivered > 0)
+		b->idle_restart = 0;
+}
+
+/* Before any bw sample: STARTUP's gain times the initial cwnd per RTT. */
+static void b3_init_pacing_rate(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 rtt_us = USEC_PER_MSEC;	/* a guess until the first sample */
+	u64 bw;
+
+	if (tp->srtt_us) {
+		rtt_us = max(tp->srtt_us >> 3, 1U);
+		b->has_seen_rtt = 1;
+	}
+	bw = (u64)tcp_snd_cwnd(tp) * BW_UNIT;
+	do_div(bw, rtt_us);
+	WRITE_ONCE(sk->sk_pacing_rate,
+		   bbrx_bw_to_pacing_rate(sk, bw, B3_STARTUP_GAIN));
+}
+
+static void b3_set_pacing_rate(struct sock *sk, u32 bw, u32 gain)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	unsigned long rate = bbrx_bw_to_pacing_rate(sk, bw, gain);
+
+	if (unlikely(!b->has_seen_rtt && tp->srtt_us))
+		b3_init_pacing_rate(sk);
+	/* STARTUP never lowers the rate: early samples underestimate bw */
+	if (b->full_bw_reached || rate > READ_ONCE(sk->sk_pacing_rate))
+		WRITE_ONCE(sk->sk_pacing_rate, rate);
+}
+
+/*
+ * Fast recovery: cwnd drops by the losses, is held at inflight + acked in
+ * the first round (packet conservation) and restored when recovery ends
+ * [D 5.6.4.4]. Returns true if cwnd is decided.
+ */
+static bool b3_recovery_cwnd(struct sock *sk, const struct rate_sample *rs,
+			     u32 acked, u32 *new_cwnd)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u8 state = inet_csk(sk)->icsk_ca_state, prev = b->prev_ca_state;
+	u32 cwnd = tcp_snd_cwnd(tp);
+
+	if (rs->losses > 0)
+		cwnd = max_t(s32, cwnd - rs->losses, 1);
+	if (state == TCP_CA_Recovery && prev != TCP_CA_Recovery) {
+		b->packet_conservation = 1;
+		b3_start_round(sk);
+		cwnd = tcp_packets_in_flight(tp) + acked;
+	} else if (prev >= TCP_CA_Recovery && state < TCP_CA_Recovery) {
+		cwnd = max(cwnd, b->prior_cwnd);
+		b->packet_conservation = 0;
+	}
+	b->prev_ca_state = state;
+	if (b->packet_conservation)
+		cwnd = max(cwnd, tcp_packets_in_flight(tp) + acked);
+	*new_cwnd = cwnd;
+	return b->packet_conservation;
+}
+
+/* The inflight model's bound on cwnd in this state [D 5.6.4.6]. */
+static u32 b3_inflight_bound(const struct bbrx3 *b, const struct bbrx_net *bn)
+{
+	u32 cap = B3_UNSET;
+
+	if (b->mode == B3_PROBE_BW && b->state != B3_CRUISE)
+		cap = b->inflight_hi;
+	else if (b->mode == B3_PROBE_RTT ||
+		 (b->mode == B3_PROBE_BW && b->state == B3_CRUISE))
+		cap = b3_inflight_with_headroom(b, bn);
+	cap = min(cap, b->inflight_lo);
+	return max_t(u32, cap, B3_MIN_CWND);
+}
+
+static void b3_set_cwnd(struct sock *sk, struct bbrx_net *bn,
+			const struct rate_sample *rs, u32 bw)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 acked = rs->acked_sacked;
+	u32 cwnd = tcp_snd_cwnd(tp), target;
+
+	if (!acked)
+		goto done;
+	if (b3_recovery_cwnd(sk, rs, acked, &cwnd))
+		goto done;
+
+	target = b3_bdp(b, bw, b3_cwnd_gain(b));
+	if (b->full_bw_reached)
+		target += bbrx_extra_acked_cwnd(&b->ea, bw,
+						bbrx_gain(READ_ONCE(bn->extra_acked_gain)));
+	target = b3_quantization_budget(sk, bn, target);
+	if (b->full_bw_reached)
+		cwnd = min(cwnd + acked, target);
+	else if (cwnd < target || tp->delivered < TCP_INIT_CWND)
+		cwnd += acked;
+	cwnd = max_t(u32, cwnd, B3_MIN_CWND);
+done:
+	cwnd = min(cwnd, b3_inflight_bound(b, bn));
+	if (b->mode == B3_PROBE_RTT)
+		cwnd = min(cwnd, b3_probe_rtt_cwnd(b));
+	tcp_snd_cwnd_set(tp, min(cwnd, tp->snd_cwnd_clamp));
+}
+
+/* .cong_control: the per-ACK model update, in [D 5.2.3]'s order. */
+static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
+{
+	struct bbrx_net *bn = b3_net(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 bw_sample = 0, bw;
+
+	if (rs->delivered > 0 && rs->interval_us > 0)
+		bw_sample = (u32)min_t(u64, div64_long((u64)rs->delivered * BW_UNIT,
+						       rs->interval_us), U32_MAX);
+
+	b3_update_round(sk, rs, bn, bw_sample);
+	if (bw_sample)
+		b3_update_max_bw(sk, rs, bw_sample);
+	if (READ_ONCE(bn->extra_acked_gain))
+		bbrx_extra_acked_update(&b->ea, sk, rs, b3_bw(b),
+					b->round_start);
+	b3_check_full_bw(sk, rs);
+	b3_check_drain(sk, bn);
+	b3_update_cycle_phase(sk, rs, bn, bw_sample);
+	b3_update_min_rtt(sk, rs, bn);
+
+	bw = b3_bw(b);
+	b3_set_pacing_rate(sk, bw, b3_pacing_gain(b));
+	b3_set_cwnd(sk, bn, rs, bw);
+}
+
+static void bbrx3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	if (event != CA_EVENT_TX_START || !tp->app_limited)
+		return;
+	/* restarting from idle: do not burst at a probing gain */
+	b->idle_restart = 1;
+	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
+	if (b->mode == B3_PROBE_BW)
+		b3_set_pacing_rate(sk, b3_bw(b), GAIN_UNIT);
+	else if (b->mode == B3_PROBE_RTT)
+		b3_check_probe_rtt_done(sk);
+}
+
+static void bbrx3_init(struct sock *sk)
+{
+	struct bbrx_net *bn = b3_net(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	memset(b, 0, sizeof(*b));
+	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
+	b->prev_ca_state = TCP_CA_Open;
+	b->next_round_delivered = tp->delivered;
+	b->round_delivered = tp->delivered;
+	b->round_delivered_ce = tp->delivered_ce;
+	b->round_lost = tp->lost;
+	b->min_rtt_us = tcp_min_rtt(tp);
+	b->min_rtt_stamp = tcp_jiffies32;
+	b->probe_rtt_min_us = b->min_rtt_us;
+	b->probe_rtt_min_stamp = tcp_jiffies32;
+	b->bw_lo = B3_UNSET;
+	b->inflight_hi = B3_UNSET;
+	b->inflight_lo = B3_UNSET;
+	b->probe_up_cnt = U16_MAX;
+	b->ecn_alpha = GAIN_UNIT;	/* react at once if the path starts marked */
+	b->mode = B3_STARTUP;
+	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
+
+	WRITE_ONCE(sk->sk_pacing_shift, READ_ONCE(bn->pacing_shift));
+	b3_init_pacing_rate(sk);
+	/* without fq on the device, TCP paces by itself (EDT timer) */
+	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
+	bbrx_stat_inc(bn, BBRX3_STAT_SOCKETS_INIT);
+}
+
+static void bbrx3_release(struct sock *sk)
+{
+	WRITE_ONCE(sk->sk_pacing_shift, 10);
+}
+
+static u32 bbrx3_ssthresh(struct sock *sk)
+{
+	b3_save_cwnd(sk);
+	return tcp_sk(sk)->snd_ssthresh;
+}
+
+/* A spurious loss episode: forget STARTUP's plateau and the short-term cuts. */
+static u32 bbrx3_undo_cwnd(struct sock *sk)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	b3_reset_full_bw(b);
+	b3_reset_lower_bounds(b);
+	return tcp_snd_cwnd(tcp_sk(sk));
+}
+
+static void bbrx3_set_state(struct sock *sk, u8 new_state)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	bool probing = b->mode == B3_STARTUP ||
+		       (b->mode == B3_PROBE_BW &&
+			(b->state == B3_REFILL || b->state == B3_UP));
+
+	if (new_state != TCP_CA_Loss)
+		return;
+	/*
+	 * RTO: the round's loss is counted; outside probing the short-term
+	 * bound starts from the cwnd before the timeout (RTO takes cwnd to 1).
+	 */
+	b->prev_ca_state = TCP_CA_Loss;
+	b->full_bw = 0;
+	b->loss_in_round = 1;
+	if (!probing && b->inflight_lo == B3_UNSET)
+		b->inflight_lo = max(tcp_snd_cwnd(tp), b->prior_cwnd);
+}
+
+static size_t bbrx3_get_info(struct sock *sk, u32 ext, int *attr,
+			     union tcp_cc_info *info)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	return bbrx_fill_bbr_info(sk, ext, attr, info, b3_bw(b), b->min_rtt_us,
+				  b3_pacing_gain(b), b3_cwnd_gain(b));
+}
+
+BBRX_DEFINE_CONG_CONTROL_WRAPPER(bbrx3_cong_control)
+
+static struct tcp_congestion_ops bbrx3_cong_ops __read_mostly = {
+	.flags		= TCP_CONG_NON_RESTRICTED,
+	.name		= BBRX3_CA_NAME,
+	.owner		= THIS_MODULE,
+	.init		= bbrx3_init,
+	.release	= bbrx3_release,
+	.cong_control	= BBRX_CONG_CONTROL(bbrx3_cong_control),
+	.sndbuf_expand	= bbrx_sndbuf_expand,
+	.undo_cwnd	= bbrx3_undo_cwnd,
+	.cwnd_event	= bbrx3_cwnd_event,
+	.ssthresh	= bbrx3_ssthresh,
+	.min_tso_segs	= bbrx_min_tso_segs,
+	.get_info	= bbrx3_get_info,
+	.set_state	= bbrx3_set_state,
+};
+
+/**
+ * bbrx3_cc_register() - make "bbrx3" available to TCP
+ *
+ * Return: 0, or the error of tcp_register_congestion_control() (-EEXIST if
+ * the name is taken, -EINVAL if the ops are incomplete).
+ */
+int bbrx3_cc_register(void)
+{
+	BUILD_BUG_ON(sizeof(struct bbrx3) > ICSK_CA_PRIV_SIZE);
+	return tcp_register_congestion_control(&bbrx3_cong_ops);
+}
+
+/**
+ * bbrx3_cc_unregister() - remove "bbrx3"; waits for RCU readers of the list
+ */
+void bbrx3_cc_unregister(void)
+{
+	tcp_unregister_congestion_control(&bbrx3_cong_ops);
+}
+
+/**
+ * bbrx3_sk_is_bbrx3() - is bbrx3 the socket's congestion control?
+ * @sk: a TCP socket (its lock held, or in the socket's own softirq path)
+ *
+ * Return: true if icsk_ca_ops is bbrx3's.
+ */
+bool bbrx3_sk_is_bbrx3(const struct sock *sk)
+{
+	return READ_ONCE(inet_csk(sk)->icsk_ca_ops) == &bbrx3_cong_ops;
+}

@@ -1,0 +1,167 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bbrx3's loss response on the two paths where BBR v1 is known to overshoot
+# (draft-ietf-ccwg-bbr-06 sections 5.5.10 and 5.3.3; the figures that
+# motivated bbrx3 are in the README):
+#	shallow   100 Mbit/s, 20 ms, a 0.25 x BDP buffer
+#	policer   a 20 Mbit/s token-bucket policer (burst 64 KB, exceeding
+#		  packets dropped), 40 ms, sender GSO and TSO off
+# On each path bbrx3, in-tree bbr (v1, which bbrx v1 follows) and cubic
+# alternate, BBRX3_PATHS_REPS (default 2) flows of BBRX3_PATHS_SECS (10 s)
+# each.  Asserts, per path:
+#	- bbrx3 set a loss bound in every flow (Bbrx3InflightHiLoss or
+#	  Bbrx3InflightLoLoss moved) and probed for bandwidth (Bbrx3BwProbe);
+#	- bbrx3's median retransmits are at most RTX_RATIO (0.5) of in-tree
+#	  bbr's in the same run: the bounds exist to stop v1's overshoot;
+#	- bbrx3's median goodput is at least GP_RATIO of bbr's (shallow 0.85;
+#	  policer 0.8, where bbr's retransmits are partly its goodput).
+# The medians of every mode, including cubic's, are printed for the README.
+
+ALL_TESTS="
+	paths_flows
+	paths_bounds_engage
+	paths_retransmits
+	paths_goodput
+"
+source "$(dirname "$0")/lib.sh"
+
+SECS=${BBRX3_PATHS_SECS:-10}
+REPS=${BBRX3_PATHS_REPS:-2}
+PATHS="shallow policer"
+MODES="bbrx3 bbr cubic"
+RTX_RATIO=0.5
+declare -A GP RTX HI LO PROBE GP_RATIO=([shallow]=0.85 [policer]=0.8)
+
+path_setup()
+{
+	shape_clear
+	ip netns exec "$SND" ethtool -K "$SND_IF" tso on gso on &>/dev/null
+	case $1 in
+	shallow)
+		path_bottleneck 0.25 ;;
+	policer)
+		shape_policer 20 65536 && shape_delay 40 &&
+			ip netns exec "$SND" ethtool -K "$SND_IF" tso off gso off ;;
+	esac
+}
+
+# run_mode PATH MODE REP: one flow, its goodput, retransmits and counters.
+run_mode()
+{
+	local id="$1-$2-$3" c0 c1
+
+	c0=$(bbrx_stat_all "$SND")
+	flow_run "$id" "$2" "$SECS" || FLOW_FAILS+=" $id"
+	c1=$(bbrx_stat_all "$SND")
+	GP[$id]=$(iperf3_goodput "$TMPD/$id.json")
+	RTX[$id]=$(iperf3_retrans "$TMPD/$id.json")
+	HI[$id]=$(stat_delta "$c0" "$c1" Bbrx3InflightHiLoss)
+	LO[$id]=$(stat_delta "$c0" "$c1" Bbrx3InflightLoLoss)
+	PROBE[$id]=$(stat_delta "$c0" "$c1" Bbrx3BwProbe)
+}
+
+# stat_delta BEFORE AFTER NAME: NAME's change between two bbrx_stat_all lines.
+stat_delta()
+{
+	local b a
+
+	b=$(sed -n "s/.*\b$3=\([0-9]*\).*/\1/p" <<<"$1")
+	a=$(sed -n "s/.*\b$3=\([0-9]*\).*/\1/p" <<<"$2")
+	echo $(( ${a:-0} - ${b:-0} ))
+}
+
+reps_of()	# reps_of ARRAY KEY-PREFIX: the per-run values, one per line
+{
+	local -n arr=$1
+	local rep
+
+	for ((rep = 1; rep <= REPS; rep++)); do echo "${arr[$2-$rep]}"; done
+}
+
+measure()
+{
+	local p m rep
+
+	for p in $PATHS; do
+		path_setup "$p" || { FLOW_FAILS+=" $p-setup"; continue; }
+		for ((rep = 1; rep <= REPS; rep++)); do
+			for m in $MODES; do
+				run_mode "$p" "$m" "$rep"
+			done
+		done
+		for m in $MODES; do
+			GP[$p-$m]=$(reps_of GP "$p-$m" | median)
+			RTX[$p-$m]=$(reps_of RTX "$p-$m" | median)
+		done
+		echo "# path $p, ${SECS}s flows, $REPS repetitions (goodput Mbit/s, retransmits: medians; per run: goodput/retransmits[/hi,lo,probes])"
+		for m in $MODES; do
+			printf '# %-8s %10s %8s  %s\n' "$m" "${GP[$p-$m]}" "${RTX[$p-$m]}" \
+				"$(for ((rep = 1; rep <= REPS; rep++)); do
+					printf '%s/%s' "${GP[$p-$m-$rep]}" "${RTX[$p-$m-$rep]}"
+					[[ $m == bbrx3 ]] && printf '/%s,%s,%s' "${HI[$p-$m-$rep]}" \
+						"${LO[$p-$m-$rep]}" "${PROBE[$p-$m-$rep]}"
+					printf ' '
+				done)"
+		done
+	done
+	shape_clear
+	ip netns exec "$SND" ethtool -K "$SND_IF" tso on gso on &>/dev/null
+}
+
+paths_flows()
+{
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	log_test "flows ran on every path in every mode ($PATHS x $MODES x $REPS)"
+}
+
+paths_bounds_engage()
+{
+	local p rep id bad=
+
+	for p in $PATHS; do
+		for ((rep = 1; rep <= REPS; rep++)); do
+			id=$p-bbrx3-$rep
+			(( ${HI[$id]} + ${LO[$id]} > 0 )) ||
+				bad+=" $id: no loss bound set;"
+			(( ${PROBE[$id]} > 0 )) || bad+=" $id: no bandwidth probe;"
+		done
+	done
+	[[ -z $bad ]]
+	check_err $? "bbrx3 counters:$bad"
+	log_test "bbrx3 sets loss bounds and probes bw in every flow"
+}
+
+paths_retransmits()
+{
+	local p msg=
+
+	for p in $PATHS; do
+		fcmp "${RTX[$p-bbrx3]}" '<=' "$(calc "$RTX_RATIO * ${RTX[$p-bbr]}")"
+		check_ratio $? "$p: bbrx3 median retransmits ${RTX[$p-bbrx3]} above $RTX_RATIO x bbr's ${RTX[$p-bbr]}"
+		msg+="$p ${RTX[$p-bbrx3]} vs bbr ${RTX[$p-bbr]} (cubic ${RTX[$p-cubic]}); "
+	done
+	log_test "bbrx3 retransmits <= $RTX_RATIO x in-tree bbr's" "$msg"
+}
+
+paths_goodput()
+{
+	local p msg=
+
+	for p in $PATHS; do
+		fcmp "${GP[$p-bbrx3]}" '>=' "$(calc "${GP_RATIO[$p]} * ${GP[$p-bbr]}")"
+		check_ratio $? "$p: bbrx3 median goodput ${GP[$p-bbrx3]} below ${GP_RATIO[$p]} x bbr's ${GP[$p-bbr]}"
+		msg+="$p ${GP[$p-bbrx3]} vs bbr ${GP[$p-bbr]} (cubic ${GP[$p-cubic]}); "
+	done
+	log_test "bbrx3 goodput >= 0.85 (shallow) / 0.8 (policer) x in-tree bbr's" "$msg"
+}
+
+require_command iperf3 jq tc ethtool
+require_bbrx
+require_topo
+iperf3_server_start || exit 1
+measure
+tests_run
+tests_done
+exit $EXIT_STATUS

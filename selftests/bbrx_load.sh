@@ -4,7 +4,9 @@
 # tcp_bbrx loads and unloads, registers "bbrx", is loaded on demand, is
 # selected by the netns default, by a route (congctl) and by setsockopt
 # (TCP_CONGESTION), and cannot be unloaded while a socket or a netns default
-# still uses it.
+# still uses it.  Its second congestion control "bbrx3" is selected beside
+# bbrx (setsockopt, route, netns default), loads the module on demand, shows
+# its model in ss -ti, and holds the module like bbrx.
 
 ALL_TESTS="
 	load_unload
@@ -12,6 +14,7 @@ ALL_TESTS="
 	select_netns_default
 	select_route
 	select_setsockopt
+	bbrx3_select
 	stat_per_netns
 	rmmod_busy_socket
 	rmmod_busy_netns_default
@@ -23,7 +26,7 @@ AVAIL=/proc/sys/net/ipv4/tcp_available_congestion_control
 
 cc_available()
 {
-	grep -qw bbrx "$AVAIL"
+	grep -qw bbrx "$AVAIL" && grep -qw bbrx3 "$AVAIL"
 }
 
 # Unload tcp_bbrx, retrying for up to $1 s (default 10) while sockets that
@@ -263,6 +266,63 @@ stat_per_netns()
 	check_err $? "router netns SocketsInit moved ($r0 -> $r1) for a socket in another netns"
 	log_info "sender netns: $(bbrx_stat_all "$SND")"
 	log_test "/proc/net/bbrx_stat counts per netns"
+}
+
+# bbrx3 beside bbrx: both chosen in one netns at once, by each selector; the
+# module loads on demand for "bbrx3"; a bbrx3 socket holds the module.
+bbrx3_select()
+{
+	local cc before after pid line
+
+	module_ensure_loaded
+	before=$(bbrx_stat Bbrx3SocketsInit "$SND")
+	cc=$(helper bbrx3 "$RCV_IP4")
+	check_err $? "setsockopt(TCP_CONGESTION, bbrx3) client failed"
+	[[ $cc == bbrx3 ]]
+	check_err $? "getsockopt after setsockopt bbrx3: '$cc'"
+	after=$(bbrx_stat Bbrx3SocketsInit "$SND")
+	((after >= before + 1))
+	check_err $? "Bbrx3SocketsInit went $before -> $after for a connection"
+
+	# per route, with the netns default bbrx: the route wins
+	ip netns exec "$SND" sysctl -qw net.ipv4.tcp_congestion_control=bbrx
+	ip -n "$SND" route replace "$RCV_IP4/32" via "$RTR_IP4_S" congctl bbrx3
+	cc=$(helper - "$RCV_IP4")
+	check_err $? "client on the congctl bbrx3 route failed"
+	[[ $cc == bbrx3 ]]
+	check_err $? "route congctl bbrx3 gave '$cc'"
+	ip -n "$SND" route del "$RCV_IP4/32"
+	cc=$(helper - "$RCV_IP4")
+	[[ $cc == bbrx ]]
+	check_err $? "netns default bbrx gave '$cc' beside bbrx3"
+	ip netns exec "$SND" sysctl -qw net.ipv4.tcp_congestion_control=bbrx3
+	cc=$(helper - "$RCV_IP4")
+	[[ $cc == bbrx3 ]]
+	check_err $? "netns default bbrx3 gave '$cc'"
+	ip netns exec "$SND" sysctl -qw net.ipv4.tcp_congestion_control=cubic
+
+	line=$(helper_bg_check bbrx3 "$RCV_IP4")
+	[[ $line == *" cc=bbrx3"* && $line == *" bw="* ]]
+	check_err $? "ss -ti shows no bbrx3 model: $line"
+
+	ip netns exec "$SND" "$LIB_DIR/cc_setsockopt" -H 60 bbrx3 "$RCV_IP4" \
+		"$SINK_PORT" 1048576 >/dev/null 2>&1 &
+	pid=$!
+	bg_track $pid
+	line=$(ss_sink_flow 5)
+	rmmod tcp_bbrx 2>"$TMPD/rmmod.err"
+	check_fail $? "rmmod succeeded while a bbrx3 socket exists ($line)"
+	log_info "rmmod with a bbrx3 socket: $(head -n 1 "$TMPD/rmmod.err")"
+	bg_kill $pid
+	module_unload 15
+	check_err $? "rmmod still refused 15 s after the bbrx3 socket closed"
+
+	cc=$(helper bbrx3 "$RCV_IP4")
+	check_err $? "setsockopt(TCP_CONGESTION, bbrx3) with the module unloaded failed"
+	[[ $cc == bbrx3 ]]
+	check_err $? "getsockopt says '$cc' after on-demand load by bbrx3"
+	module_ensure_loaded
+	log_test "bbrx3 beside bbrx: setsockopt, route, netns default, ss -ti, on-demand load, rmmod refused while in use"
 }
 
 rmmod_busy_socket()

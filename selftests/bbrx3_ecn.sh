@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bbrx3's ECN response (net.ipv4.bbrx.bbrx3_ecn; the rule is Google's BBRv3
+# release's: a sample with more than bbrx3_ecn_thresh of its packets
+# CE-marked ends a bandwidth probe and sets inflight_hi, and every
+# CE-marked round outside probing cuts inflight_lo by alpha/3, alpha being
+# the per-round CE share's moving average).
+#
+# Path: 100 Mbit/s at the router (htb) into one fq_codel queue that marks
+# CE above 1 ms of sojourn (ce_threshold 1ms, flows 1: the ping shares the
+# data's queue), 2 ms RTT (inside the default min_rtt gate,
+# bbrx3_ecn_max_rtt_us = 5000), ECN negotiated (the sender sets
+# net.ipv4.tcp_ecn = 1; the receiver's default 2 accepts).  The receiver is
+# a stock one: ECE stays set until the sender's CWR (RFC 3168), so a mark
+# reads as up to a round of marks.
+# Modes alternate, BBRX3_ECN_REPS (2) flows of BBRX3_ECN_SECS (10 s) each,
+# a ping at 10 Hz in each: bbrx3 with bbrx3_ecn 1 (default), bbrx3 with
+# bbrx3_ecn 0, and cubic (classic ECN response) for reference.
+# Asserts: the ECN counters (Bbrx3InflightHiEcn + Bbrx3InflightLoEcn) move
+# in every ecn 1 flow and never with ecn 0; the median ping under load with
+# ecn 1 is at most PING_RATIO (0.8) of that with ecn 0, side by side.
+
+ALL_TESTS="
+	ecn_flows
+	ecn_counters
+	ecn_ping
+"
+source "$(dirname "$0")/lib.sh"
+
+SECS=${BBRX3_ECN_SECS:-10}
+REPS=${BBRX3_ECN_REPS:-2}
+RATE=100	# Mbit/s
+RTT=2		# ms
+MODES="ecn1 ecn0 cubic"
+PING_RATIO=0.8
+declare -A GP RTX PING ECN
+
+ecn_setup()
+{
+	local burst=25000
+
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: htb default 1 &&
+	tc -n "$RTR" class add dev "$RTR_IF_R" parent 1: classid 1:1 \
+		htb rate "${RATE}mbit" ceil "${RATE}mbit" burst "$burst" cburst "$burst" &&
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" parent 1:1 handle 10: \
+		fq_codel ce_threshold 1ms flows 1 ecn &&
+	shape_delay "$RTT" &&
+	ip netns exec "$SND" sysctl -qw net.ipv4.tcp_ecn=1
+}
+
+run_mode()
+{
+	local m=$1 id="$1-$2" cc=bbrx3 c0 c1
+
+	case $m in
+	ecn1) bbrx_sysctl_set "$SND" bbrx3_ecn 1 ;;
+	ecn0) bbrx_sysctl_set "$SND" bbrx3_ecn 0 ;;
+	*) cc=$m ;;
+	esac
+	c0=$(( $(bbrx_stat Bbrx3InflightHiEcn "$SND") + $(bbrx_stat Bbrx3InflightLoEcn "$SND") ))
+	FLOW_PING=1 flow_run "$id" "$cc" "$SECS" || FLOW_FAILS+=" $id"
+	c1=$(( $(bbrx_stat Bbrx3InflightHiEcn "$SND") + $(bbrx_stat Bbrx3InflightLoEcn "$SND") ))
+	ECN[$id]=$((c1 - c0))
+	GP[$id]=$(iperf3_goodput "$TMPD/$id.json")
+	RTX[$id]=$(iperf3_retrans "$TMPD/$id.json")
+	PING[$id]=$(ping_median "$TMPD/$id.ping")
+}
+
+measure()
+{
+	local rep m
+
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for m in $MODES; do
+			run_mode "$m" "$rep"
+		done
+	done
+	bbrx_sysctl_set "$SND" bbrx3_ecn 1
+	for m in $MODES; do
+		for k in GP RTX PING; do
+			local -n a=$k
+			a[$m]=$(for ((rep = 1; rep <= REPS; rep++)); do echo "${a[$m-$rep]}"; done | median)
+		done
+	done
+	echo "# ${RATE} Mbit/s, fq_codel ce_threshold 1ms flows 1, RTT ${RTT} ms, ${SECS}s flows, $REPS repetitions"
+	printf '# %-6s %9s %6s %8s  %s\n' mode goodput rtx "ping ms" "per run: goodput/rtx/ping/ECN events"
+	for m in $MODES; do
+		printf '# %-6s %9s %6s %8s  %s\n' "$m" "${GP[$m]}" "${RTX[$m]}" "${PING[$m]}" \
+			"$(for ((rep = 1; rep <= REPS; rep++)); do
+				printf '%s/%s/%s/%s ' "${GP[$m-$rep]}" "${RTX[$m-$rep]}" \
+					"${PING[$m-$rep]}" "${ECN[$m-$rep]}"
+			done)"
+	done
+}
+
+ecn_flows()
+{
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	log_test "flows ran in every mode ($MODES x $REPS)"
+}
+
+ecn_counters()
+{
+	local rep bad=
+
+	for ((rep = 1; rep <= REPS; rep++)); do
+		[[ ${ECN[ecn1-$rep]} -gt 0 ]] || bad+=" ecn 1 run $rep: +${ECN[ecn1-$rep]};"
+		[[ ${ECN[ecn0-$rep]} -eq 0 ]] || bad+=" ecn 0 run $rep: +${ECN[ecn0-$rep]};"
+	done
+	[[ -z $bad ]]
+	check_err $? "ECN responses:$bad"
+	log_test "bbrx3 reacts to CE with bbrx3_ecn 1 in every flow, never with 0"
+}
+
+ecn_ping()
+{
+	fcmp "${PING[ecn1]}" '<=' "$(calc "$PING_RATIO * ${PING[ecn0]}")"
+	check_ratio $? "median ping with ecn 1 (${PING[ecn1]} ms) above $PING_RATIO x ecn 0's (${PING[ecn0]} ms)"
+	log_test "ping under load with bbrx3_ecn 1 <= $PING_RATIO x with 0" \
+		"${PING[ecn1]} vs ${PING[ecn0]} ms (cubic ${PING[cubic]} ms)"
+}
+
+require_command iperf3 jq tc ethtool ping
+require_bbrx
+require_topo
+require_qdisc fq_codel
+ecn_setup || ksft_exit_skip "cannot set up the ECN marking bottleneck (htb, fq_codel)"
+iperf3_server_start || exit 1
+measure
+tests_run
+tests_done
+exit $EXIT_STATUS

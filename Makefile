@@ -175,11 +175,13 @@ check-compile: deps
 # sysctl, the bottleneck A/B, refusal, unload under traffic, and one
 # behaviour test per hook (hook_rcvbuf at 0 ms, SMOKE_ENV, plus its
 # scope-0 case at 50 ms: the initial-buffer check reads the first RTT,
-# which must be 0).
+# which must be 0). SMOKE_ENV also keeps the bottleneck A/B to bbr and bbrx
+# (cubic is reference only) and unloads 10 times under traffic instead of
+# 20: the flavours run the cloud kernel's code, the full runs are there.
 SMOKE_TESTS := bbrx_load.sh bbrx_sysctl.sh bbrx_bottleneck.sh hook_refusal.sh \
 	       hook_unload.sh hook_autocork_semantics.sh hook_tsq.sh \
 	       hook_rcvbuf.sh hook_delack.sh
-SMOKE_ENV := BBRX_RCVBUF_RTTS=0
+SMOKE_ENV := BBRX_RCVBUF_RTTS=0 BBRX_BOTTLENECK_CCS="bbr bbrx" BBRX_UNLOAD_CYCLES=10
 # Tests a full lane leaves out, as NAME:TEST, each a README "Known problems"
 # entry: on 6.12, stress_netns_churn once found 2 of 24 netns not freed
 # within 180 s (passed on the next run; 2026-12-01).
@@ -248,10 +250,13 @@ check-cost: vm-build
 	$(VM_RUN) --icount --timeout 2400 -- KSFT_FAIL_ON_SKIP=1 make run_icount
 
 # make check with the long statistical forms: the stress tests' full counts,
-# hook_rcvbuf's six RTTs, hook_cost's five repetitions (vm-run passes BBRX_*
-# into the guests).
+# hook_rcvbuf's six RTTs, hook_cost's five repetitions, bbrx3's paths and
+# ECN tests with cubic and 5 repetitions (vm-run passes BBRX_* into the
+# guests).
 check-full: check-fidelity
 	BBRX_STRESS_FULL=1 BBRX_RCVBUF_RTTS="0 10 25 50 100 250" BBRX_COST_REPS=5 \
+		BBRX3_PATHS_MODES="bbrx3 bbr cubic" BBRX3_PATHS_REPS=5 \
+		BBRX3_ECN_MODES="ecn1 ecn0 cubic" BBRX3_ECN_REPS=5 \
 		$(MAKE) check
 
 # check-bench, check-cost and check-lanes before the selftests, so that their runner's

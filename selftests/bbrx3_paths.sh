@@ -16,7 +16,7 @@
 #	- bbrx3's median retransmits are at most RTX_RATIO (0.5) of in-tree
 #	  bbr's in the same run: the bounds exist to stop v1's overshoot;
 #	- bbrx3's median goodput is at least GP_RATIO of bbr's (shallow 0.85;
-#	  policer 0.8, where bbr's retransmits are partly its goodput).
+#	  policer 0.7: there bbrx3 trades goodput for retransmits, see the README).
 # The medians of every mode are printed for the README.
 
 ALL_TESTS="
@@ -32,7 +32,7 @@ REPS=${BBRX3_PATHS_REPS:-2}
 PATHS="shallow policer"
 MODES=${BBRX3_PATHS_MODES:-"bbrx3 bbr"}
 RTX_RATIO=0.5
-declare -A GP RTX HI LO PROBE GP_RATIO=([shallow]=0.85 [policer]=0.8)
+declare -A GP RTX HI LO PROBE GP_RATIO=([shallow]=0.85 [policer]=0.7)
 
 path_setup()
 {
@@ -155,7 +155,7 @@ paths_goodput()
 		check_ratio $? "$p: bbrx3 median goodput ${GP[$p-bbrx3]} below ${GP_RATIO[$p]} x bbr's ${GP[$p-bbr]}"
 		msg+="$p ${GP[$p-bbrx3]} vs bbr ${GP[$p-bbr]}${GP[$p-cubic]:+ (cubic ${GP[$p-cubic]})}; "
 	done
-	log_test "bbrx3 goodput >= 0.85 (shallow) / 0.8 (policer) x in-tree bbr's" "$msg"
+	log_test "bbrx3 goodput >= 0.85 (shallow) / 0.7 (policer) x in-tree bbr's" "$msg"
 }
 
 require_command iperf3 jq tc ethtool

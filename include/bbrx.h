@@ -9,6 +9,7 @@
 #include <linux/types.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
+#include <net/inet_connection_sock.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/mptcp.h>
@@ -157,11 +158,11 @@ static inline u32 bbrx_gain(int permille)
 }
 
 /* bbr.c */
-bool bbrx_sk_is_bbrx(const struct sock *sk);
-int bbrx_cc_register(void);
-void bbrx_cc_unregister(void);
 u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain);
 unsigned long bbrx_bw_to_pacing_rate(const struct sock *sk, u32 bw, int gain);
+bool bbrx_init_pacing(struct sock *sk, u32 gain);
+void bbrx_update_pacing(struct sock *sk, u32 bw, u32 gain,
+			bool full_bw_reached);
 u32 bbrx_min_tso_segs(struct sock *sk);
 u32 bbrx_tso_segs_goal(struct sock *sk, const struct bbrx_net *bn);
 u32 bbrx_inflight_at_edt(struct sock *sk, u32 inflight, u32 bw);
@@ -170,10 +171,10 @@ size_t bbrx_fill_bbr_info(struct sock *sk, u32 ext, int *attr,
 			  u32 pacing_gain, u32 cwnd_gain);
 u32 bbrx_sndbuf_expand(struct sock *sk);
 
-/* bbr3.c */
-bool bbrx3_sk_is_bbrx3(const struct sock *sk);
-int bbrx3_cc_register(void);
-void bbrx3_cc_unregister(void);
+/* The congestion controls (bbr.c, bbr3.c), registered by main.c. */
+struct tcp_congestion_ops;
+extern struct tcp_congestion_ops bbrx_cong_ops;
+extern struct tcp_congestion_ops bbrx3_cong_ops;
 
 /* extra_acked.c: ACK-aggregation estimate, 12 bytes of a model's state */
 struct bbrx_extra_acked {
@@ -239,8 +240,12 @@ static inline bool bbrx_sk_in_scope(const struct sock *sk,
 {
 	if (sk_is_mptcp(sk))
 		return false;
-	return READ_ONCE(bn->scope) == BBRX_SCOPE_ALL || bbrx_sk_is_bbrx(sk) ||
-	       bbrx3_sk_is_bbrx3(sk);
+	const void *ops;
+
+	if (READ_ONCE(bn->scope) == BBRX_SCOPE_ALL)
+		return true;
+	ops = READ_ONCE(inet_csk(sk)->icsk_ca_ops);
+	return ops == &bbrx_cong_ops || ops == &bbrx3_cong_ops;
 }
 
 /* autocork.c */

@@ -176,39 +176,55 @@ unsigned long bbrx_bw_to_pacing_rate(const struct sock *sk, u32 bw, int gain)
 	return min_t(u64, rate, READ_ONCE(sk->sk_max_pacing_rate));
 }
 
-/* Before any bw sample: pace high_gain * initial cwnd per smoothed RTT. */
-static void bbrx_init_pacing_rate(struct sock *sk, const struct bbrx_net *bn)
+/**
+ * bbrx_init_pacing() - the pacing rate before any bw sample
+ * @sk: the socket
+ * @gain: STARTUP's pacing gain, 1/256
+ *
+ * @gain times the initial cwnd per smoothed RTT; 1 ms stands in for the RTT
+ * until the first sample (in-tree BBR's rule).
+ *
+ * Return: true if a real RTT was used (the caller recomputes once it is).
+ */
+bool bbrx_init_pacing(struct sock *sk, u32 gain)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbrx *b = inet_csk_ca(sk);
-	u32 rtt_us;
-	u64 bw;
+	u32 rtt_us = tp->srtt_us ? max(tp->srtt_us >> 3, 1U) : USEC_PER_MSEC;
+	u64 bw = (u64)tcp_snd_cwnd(tp) * BW_UNIT;
 
-	if (tp->srtt_us) {
-		rtt_us = max(tp->srtt_us >> 3, 1U);
-		b->has_seen_rtt = 1;
-	} else {
-		rtt_us = USEC_PER_MSEC;	/* a guess until the first sample */
-	}
-	bw = (u64)tcp_snd_cwnd(tp) * BW_UNIT;
 	do_div(bw, rtt_us);
-	WRITE_ONCE(sk->sk_pacing_rate,
-		   bbrx_bw_to_pacing_rate(sk, bw,
-					  bbrx_gain(READ_ONCE(bn->high_gain))));
+	WRITE_ONCE(sk->sk_pacing_rate, bbrx_bw_to_pacing_rate(sk, bw, gain));
+	return tp->srtt_us;
+}
+
+/**
+ * bbrx_update_pacing() - set sk_pacing_rate to gain x bw
+ * @sk: the socket
+ * @bw: packets per usec << BBRX_BW_SCALE
+ * @gain: in 1/256
+ * @full_bw_reached: STARTUP is over
+ *
+ * Until the pipe is found full the rate only goes up: early samples
+ * underestimate bw.
+ */
+void bbrx_update_pacing(struct sock *sk, u32 bw, u32 gain,
+			bool full_bw_reached)
+{
+	unsigned long rate = bbrx_bw_to_pacing_rate(sk, bw, gain);
+
+	if (full_bw_reached || rate > READ_ONCE(sk->sk_pacing_rate))
+		WRITE_ONCE(sk->sk_pacing_rate, rate);
 }
 
 static void bbrx_set_pacing_rate(struct sock *sk, const struct bbrx_net *bn,
 				 u32 bw, int gain)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx *b = inet_csk_ca(sk);
-	unsigned long rate = bbrx_bw_to_pacing_rate(sk, bw, gain);
+	u32 high_gain = bbrx_gain(READ_ONCE(bn->high_gain));
 
-	if (unlikely(!b->has_seen_rtt && tp->srtt_us))
-		bbrx_init_pacing_rate(sk, bn);
-	/* STARTUP never lowers the rate: early samples underestimate bw. */
-	if (b->full_bw_reached || rate > READ_ONCE(sk->sk_pacing_rate))
-		WRITE_ONCE(sk->sk_pacing_rate, rate);
+	if (unlikely(!b->has_seen_rtt && tcp_sk(sk)->srtt_us))
+		b->has_seen_rtt = bbrx_init_pacing(sk, high_gain);
+	bbrx_update_pacing(sk, bw, gain, b->full_bw_reached);
 }
 
 /**
@@ -826,7 +842,8 @@ static void bbrx_init(struct sock *sk)
 	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
 
 	WRITE_ONCE(sk->sk_pacing_shift, READ_ONCE(bn->pacing_shift));
-	bbrx_init_pacing_rate(sk, bn);
+	b->has_seen_rtt = bbrx_init_pacing(sk,
+					   bbrx_gain(READ_ONCE(bn->high_gain)));
 	/* Without fq on the device, ask TCP to pace by itself (EDT timer). */
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
 
@@ -942,7 +959,10 @@ u32 bbrx_sndbuf_expand(struct sock *sk)
 
 BBRX_DEFINE_CONG_CONTROL_WRAPPER(bbrx_cong_control)
 
-static struct tcp_congestion_ops bbrx_cong_ops __read_mostly = {
+static_assert(sizeof(struct bbrx) <= ICSK_CA_PRIV_SIZE);
+
+/* Registered by main.c; a socket's icsk_ca_ops points here. */
+struct tcp_congestion_ops bbrx_cong_ops __read_mostly = {
 	.flags		= TCP_CONG_NON_RESTRICTED,
 	.name		= BBRX_CA_NAME,
 	.owner		= THIS_MODULE,
@@ -957,34 +977,3 @@ static struct tcp_congestion_ops bbrx_cong_ops __read_mostly = {
 	.get_info	= bbrx_get_info,
 	.set_state	= bbrx_set_state,
 };
-
-/**
- * bbrx_cc_register() - make "bbrx" available to TCP
- *
- * Return: 0, or the error of tcp_register_congestion_control() (-EEXIST if
- * the name is taken, -EINVAL if the ops are incomplete).
- */
-int bbrx_cc_register(void)
-{
-	BUILD_BUG_ON(sizeof(struct bbrx) > ICSK_CA_PRIV_SIZE);
-	return tcp_register_congestion_control(&bbrx_cong_ops);
-}
-
-/**
- * bbrx_cc_unregister() - remove "bbrx"; waits for RCU readers of the list
- */
-void bbrx_cc_unregister(void)
-{
-	tcp_unregister_congestion_control(&bbrx_cong_ops);
-}
-
-/**
- * bbrx_sk_is_bbrx() - is bbrx the socket's congestion control?
- * @sk: a TCP socket (its lock held, or in the socket's own softirq path)
- *
- * Return: true if icsk_ca_ops is bbrx's.
- */
-bool bbrx_sk_is_bbrx(const struct sock *sk)
-{
-	return READ_ONCE(inet_csk(sk)->icsk_ca_ops) == &bbrx_cong_ops;
-}

@@ -839,35 +839,13 @@ static void b3_update_min_rtt(struct sock *sk, const struct rate_sample *rs,
 		b->idle_restart = 0;
 }
 
-/* Before any bw sample: STARTUP's gain times the initial cwnd per RTT. */
-static void b3_init_pacing_rate(struct sock *sk)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbrx3 *b = inet_csk_ca(sk);
-	u32 rtt_us = USEC_PER_MSEC;	/* a guess until the first sample */
-	u64 bw;
-
-	if (tp->srtt_us) {
-		rtt_us = max(tp->srtt_us >> 3, 1U);
-		b->has_seen_rtt = 1;
-	}
-	bw = (u64)tcp_snd_cwnd(tp) * BW_UNIT;
-	do_div(bw, rtt_us);
-	WRITE_ONCE(sk->sk_pacing_rate,
-		   bbrx_bw_to_pacing_rate(sk, bw, B3_STARTUP_GAIN));
-}
-
 static void b3_set_pacing_rate(struct sock *sk, u32 bw, u32 gain)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx3 *b = inet_csk_ca(sk);
-	unsigned long rate = bbrx_bw_to_pacing_rate(sk, bw, gain);
 
-	if (unlikely(!b->has_seen_rtt && tp->srtt_us))
-		b3_init_pacing_rate(sk);
-	/* STARTUP never lowers the rate: early samples underestimate bw */
-	if (b->full_bw_reached || rate > READ_ONCE(sk->sk_pacing_rate))
-		WRITE_ONCE(sk->sk_pacing_rate, rate);
+	if (unlikely(!b->has_seen_rtt && tcp_sk(sk)->srtt_us))
+		b->has_seen_rtt = bbrx_init_pacing(sk, B3_STARTUP_GAIN);
+	bbrx_update_pacing(sk, bw, gain, b->full_bw_reached);
 }
 
 /*
@@ -1013,7 +991,7 @@ static void bbrx3_init(struct sock *sk)
 	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
 
 	WRITE_ONCE(sk->sk_pacing_shift, READ_ONCE(bn->pacing_shift));
-	b3_init_pacing_rate(sk);
+	b->has_seen_rtt = bbrx_init_pacing(sk, B3_STARTUP_GAIN);
 	/* without fq on the device, TCP paces by itself (EDT timer) */
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
 	bbrx_stat_inc(bn, BBRX3_STAT_SOCKETS_INIT);
@@ -1072,7 +1050,10 @@ static size_t bbrx3_get_info(struct sock *sk, u32 ext, int *attr,
 
 BBRX_DEFINE_CONG_CONTROL_WRAPPER(bbrx3_cong_control)
 
-static struct tcp_congestion_ops bbrx3_cong_ops __read_mostly = {
+static_assert(sizeof(struct bbrx3) <= ICSK_CA_PRIV_SIZE);
+
+/* Registered by main.c; a socket's icsk_ca_ops points here. */
+struct tcp_congestion_ops bbrx3_cong_ops __read_mostly = {
 	.flags		= TCP_CONG_NON_RESTRICTED,
 	.name		= BBRX3_CA_NAME,
 	.owner		= THIS_MODULE,
@@ -1087,34 +1068,3 @@ static struct tcp_congestion_ops bbrx3_cong_ops __read_mostly = {
 	.get_info	= bbrx3_get_info,
 	.set_state	= bbrx3_set_state,
 };
-
-/**
- * bbrx3_cc_register() - make "bbrx3" available to TCP
- *
- * Return: 0, or the error of tcp_register_congestion_control() (-EEXIST if
- * the name is taken, -EINVAL if the ops are incomplete).
- */
-int bbrx3_cc_register(void)
-{
-	BUILD_BUG_ON(sizeof(struct bbrx3) > ICSK_CA_PRIV_SIZE);
-	return tcp_register_congestion_control(&bbrx3_cong_ops);
-}
-
-/**
- * bbrx3_cc_unregister() - remove "bbrx3"; waits for RCU readers of the list
- */
-void bbrx3_cc_unregister(void)
-{
-	tcp_unregister_congestion_control(&bbrx3_cong_ops);
-}
-
-/**
- * bbrx3_sk_is_bbrx3() - is bbrx3 the socket's congestion control?
- * @sk: a TCP socket (its lock held, or in the socket's own softirq path)
- *
- * Return: true if icsk_ca_ops is bbrx3's.
- */
-bool bbrx3_sk_is_bbrx3(const struct sock *sk)
-{
-	return READ_ONCE(inet_csk(sk)->icsk_ca_ops) == &bbrx3_cong_ops;
-}

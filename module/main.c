@@ -13,6 +13,7 @@
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <linux/rcupdate.h>
+#include <net/tcp.h>
 
 #include "bbrx.h"
 
@@ -88,10 +89,11 @@ static int __init bbrx_module_init(void)
 	if (err)
 		goto err_pernet;
 
-	err = bbrx_cc_register();
+	/* -EEXIST if a name is taken, -EINVAL if ops are incomplete */
+	err = tcp_register_congestion_control(&bbrx_cong_ops);
 	if (err)
 		goto err_hooks;
-	err = bbrx3_cc_register();
+	err = tcp_register_congestion_control(&bbrx3_cong_ops);
 	if (err)
 		goto err_cc;
 	pr_info("bbrx: congestion controls \"%s\" and \"%s\" registered\n",
@@ -99,7 +101,7 @@ static int __init bbrx_module_init(void)
 	return 0;
 
 err_cc:
-	bbrx_cc_unregister();
+	tcp_unregister_congestion_control(&bbrx_cong_ops);
 err_hooks:
 	bbrx_hooks_remove();
 err_pernet:
@@ -109,8 +111,9 @@ err_pernet:
 
 static void __exit bbrx_module_exit(void)
 {
-	bbrx3_cc_unregister();
-	bbrx_cc_unregister();
+	/* each waits for RCU readers of the kernel's list */
+	tcp_unregister_congestion_control(&bbrx3_cong_ops);
+	tcp_unregister_congestion_control(&bbrx_cong_ops);
 	bbrx_hooks_remove();
 	unregister_pernet_subsys(&bbrx_net_ops);
 	/* the counters' RCU callbacks (stats.c) run module text */

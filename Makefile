@@ -183,9 +183,8 @@ SMOKE_TESTS := bbrx_load.sh bbrx_sysctl.sh bbrx_bottleneck.sh hook_refusal.sh \
 	       hook_rcvbuf.sh hook_delack.sh
 SMOKE_ENV := BBRX_RCVBUF_RTTS=0 BBRX_BOTTLENECK_CCS="bbr bbrx" BBRX_UNLOAD_CYCLES=10
 # Tests a full lane leaves out, as NAME:TEST, each a README "Known problems"
-# entry: on 6.12, stress_netns_churn once found 2 of 24 netns not freed
-# within 180 s (passed on the next run; 2026-12-01).
-LANE_SKIP := cloud-6.12:stress_netns_churn.sh
+# entry (none at present).
+LANE_SKIP :=
 check-lanes: vm-build
 	@set -e; for nl in $$($(ROOT)/scripts/vm-kver --list boot | \
 			awk -v d=$(VM_KVER) '$$2 != d { print $$1 ":" $$3 }'); do \

@@ -65,6 +65,7 @@ ALL_TESTS="
 	tsq_post_vs_pre
 	tsq_counters
 "
+RETRY_TESTS="tsq_post_goodput tsq_post_vs_pre"
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
@@ -76,6 +77,7 @@ MODES="1 2 0"
 LIMIT=$(calc "$RATE * $GOODPUT_FRAC")
 CTRS="Bbrx:TsqThrottled Bbrx:TsqSingleSkb Bbrx:TsqWithheld TcpRetransSegs"
 declare -A GP THR SINGLE WITHHELD ALL
+NREP=0		# runs per mode on the tbf path so far
 
 # tsq_run ID MODE [RES SECS]: one flow; goodput and counter deltas appended
 # to $TMPD/RES.res (default MODE), SECS long (default SECS).
@@ -95,20 +97,18 @@ tsq_run()
 		>>"$TMPD/$res.res"
 }
 
-measure()
+# tsq_reps: REPS more alternating runs of every mode on the tbf path, then
+# the medians over all runs so far and the table.
+tsq_reps()
 {
 	local rep m
 
-	# The "NIC" line rate: tbf on the sender's own egress.
-	shape_sender_tbf "$RATE"
-	QDISC=$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)
-	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"
-	HOOK=$(hook_line tsq)
-	for ((rep = 1; rep <= REPS; rep++)); do
+	for ((rep = NREP + 1; rep <= NREP + REPS; rep++)); do
 		for m in $MODES; do
 			tsq_run "tsq$m-$rep" "$m"
 		done
 	done
+	NREP=$((NREP + REPS))
 	bbrx_sysctl_set "$SND" tsq 0
 	for m in $MODES; do
 		GP[$m]=$(awk '{ print $1 }' "$TMPD/$m.res" | median)
@@ -117,14 +117,34 @@ measure()
 		WITHHELD[$m]=$(awk '{ print $4 }' "$TMPD/$m.res" | median)
 		ALL[$m]=$(awk '{ printf "%s ", $1 }' "$TMPD/$m.res")
 	done
-	echo "# one cubic flow, ${SECS}s, $QDISC on $SND_IF (sender), scope=1, $REPS reps; goodput limit $LIMIT Mbit/s"
+	echo "# one cubic flow, ${SECS}s, $QDISC on $SND_IF (sender), scope=1, $NREP reps; goodput limit $LIMIT Mbit/s"
 	printf '# %-14s %8s %12s %12s %12s  %s\n' mode goodput TsqThrottled TsqSingleSkb TsqWithheld "runs (Mbit/s)"
 	for m in $MODES; do
 		printf '# %-14s %8s %12s %12s %12s  %s\n' "$m $(case $m in 1) echo post;; 2) echo pre;; 0) echo kernel;; esac)" \
 			"${GP[$m]}" "${THR[$m]}" "${SINGLE[$m]}" "${WITHHELD[$m]}" "${ALL[$m]}"
 	done
 	echo "# post/pre goodput ratio $(calc "${GP[1]} / ${GP[2]}") (report: 94.4/81.5 = 1.16)"
-	measure_counters
+}
+
+measure()
+{
+	# The "NIC" line rate: tbf on the sender's own egress.
+	shape_sender_tbf "$RATE"
+	QDISC=$(tc -n "$SND" qdisc show dev "$SND_IF" | head -n 1)
+	bbrx_sysctl_set "$SND" scope 1 || SET_FAILS+=" scope"
+	HOOK=$(hook_line tsq)
+	tsq_reps
+}
+
+# On a retry of a goodput ratio, REPS more runs of every mode (the modes
+# that share a rule spread by about 3% over 3 runs of 4 s on a slow guest:
+# CI, 6.1 rt, 2026-12-01, post 87.8 against pre 90.84 Mbit/s).
+measure_retry()
+{
+	if ((TEST_ATTEMPT > 0)); then
+		cpu_calibrate
+		tsq_reps
+	fi
 }
 
 # The counters, per mode, from one flow each over late TX completions.
@@ -160,6 +180,7 @@ tsq_post_goodput()
 {
 	local r
 
+	measure_retry
 	# Side by side with mode 0 (the kernel's own rule, which has the
 	# shortcut on 6.1 and 6.12): the line-rate share is reported, not
 	# asserted, since a slow or busy host caps every mode alike (CI,
@@ -177,6 +198,7 @@ tsq_post_vs_pre()
 {
 	local r
 
+	measure_retry
 	r=$(calc "${GP[1]} / ${GP[2]}")
 	fcmp "${GP[1]}" '>=' "$(calc "0.97 * ${GP[2]}")"
 	check_ratio $? "post-change ${GP[1]} below pre-change ${GP[2]} Mbit/s by more than 3%"
@@ -193,6 +215,10 @@ tsq_post_vs_pre()
 
 tsq_counters()
 {
+	# last: it takes the tbf path down for the late-completion one
+	measure_counters
+	[[ $SET_FAILS != *late-completion* && $FLOW_FAILS != *tsqlc* ]]
+	check_err $? "late-completion path setup or flows failed:$FLOW_FAILS"
 	fcmp "${SINGLE[1]}" '>' 0
 	check_err $? "mode 1: TsqSingleSkb did not move (the shortcut never fired)"
 	[[ ${WITHHELD[1]} == 0 ]]

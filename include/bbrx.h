@@ -113,6 +113,12 @@ static inline struct bbrx_net *bbrx_pernet(const struct net *net)
 	return net_generic(net, bbrx_net_id);
 }
 
+/* The settings of a socket's netns. */
+static inline struct bbrx_net *bbrx_sk_net(const struct sock *sk)
+{
+	return bbrx_pernet(sock_net(sk));
+}
+
 void bbrx_stats_late(void);
 
 /**
@@ -158,8 +164,6 @@ static inline u32 bbrx_gain(int permille)
 }
 
 /* bbr.c */
-u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain);
-unsigned long bbrx_bw_to_pacing_rate(const struct sock *sk, u32 bw, int gain);
 bool bbrx_init_pacing(struct sock *sk, u32 gain);
 void bbrx_update_pacing(struct sock *sk, u32 bw, u32 gain,
 			bool full_bw_reached);
@@ -170,6 +174,7 @@ size_t bbrx_fill_bbr_info(struct sock *sk, u32 ext, int *attr,
 			  union tcp_cc_info *info, u32 bw, u32 min_rtt_us,
 			  u32 pacing_gain, u32 cwnd_gain);
 u32 bbrx_sndbuf_expand(struct sock *sk);
+void bbrx_release(struct sock *sk);
 
 /* The congestion controls (bbr.c, bbr3.c), registered by main.c. */
 struct tcp_congestion_ops;

@@ -120,11 +120,6 @@ struct bbrx {
 	    unused2:7;
 };
 
-static struct bbrx_net *bbrx_sk_pernet(const struct sock *sk)
-{
-	return bbrx_pernet(sock_net(sk));
-}
-
 static u32 bbrx_max_bw(const struct sock *sk)
 {
 	const struct bbrx *b = inet_csk_ca(sk);
@@ -151,7 +146,7 @@ static u32 bbrx_bw(const struct sock *sk)
  *
  * Return: bytes per second; u64 holds it up to several Tbit/s.
  */
-u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain)
+static u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain)
 {
 	unsigned int mss = tcp_sk(sk)->mss_cache;
 	u64 rate = bw * mss * gain;
@@ -169,7 +164,8 @@ u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain)
  *
  * Return: bytes per second, at most sk_max_pacing_rate (SO_MAX_PACING_RATE).
  */
-unsigned long bbrx_bw_to_pacing_rate(const struct sock *sk, u32 bw, int gain)
+static unsigned long bbrx_bw_to_pacing_rate(const struct sock *sk, u32 bw,
+					    int gain)
 {
 	u64 rate = bbrx_rate_bytes(sk, bw, gain);
 
@@ -324,7 +320,7 @@ static bool bbrx_check_probe_rtt_done(struct sock *sk, struct bbrx_net *bn)
 
 static void bbrx_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 {
-	struct bbrx_net *bn = bbrx_sk_pernet(sk);
+	struct bbrx_net *bn = bbrx_sk_net(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx *b = inet_csk_ca(sk);
 
@@ -803,7 +799,7 @@ static void bbrx_update_gains(struct sock *sk, const struct bbrx_net *bn)
 /* .cong_control: the per-ACK model update, then pacing rate and cwnd. */
 static void bbrx_cong_control(struct sock *sk, const struct rate_sample *rs)
 {
-	struct bbrx_net *bn = bbrx_sk_pernet(sk);
+	struct bbrx_net *bn = bbrx_sk_net(sk);
 	struct bbrx *b = inet_csk_ca(sk);
 	u32 bw;
 
@@ -825,7 +821,7 @@ static void bbrx_cong_control(struct sock *sk, const struct rate_sample *rs)
 
 static void bbrx_init(struct sock *sk)
 {
-	struct bbrx_net *bn = bbrx_sk_pernet(sk);
+	struct bbrx_net *bn = bbrx_sk_net(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx *b = inet_csk_ca(sk);
 
@@ -850,8 +846,14 @@ static void bbrx_init(struct sock *sk)
 	bbrx_stat_inc(bn, BBRX_STAT_SOCKETS_INIT);
 }
 
-/* The socket leaves bbrx: give back the kernel's default pacing shift. */
-static void bbrx_release(struct sock *sk)
+/**
+ * bbrx_release() - the .release of both models
+ * @sk: the socket leaving bbrx or bbrx3
+ *
+ * Gives back the kernel's default sk_pacing_shift (10), which .init set
+ * from the pacing_shift sysctl.
+ */
+void bbrx_release(struct sock *sk)
 {
 	WRITE_ONCE(sk->sk_pacing_shift, 10);
 }
@@ -875,14 +877,14 @@ static u32 bbrx_undo_cwnd(struct sock *sk)
 	b->full_bw = 0;
 	b->full_bw_cnt = 0;
 	bbrx_lt_reset(sk);
-	bbrx_stat_inc(bbrx_sk_pernet(sk), BBRX_STAT_UNDO);
+	bbrx_stat_inc(bbrx_sk_net(sk), BBRX_STAT_UNDO);
 	return tcp_snd_cwnd(tcp_sk(sk));
 }
 
 static void bbrx_set_state(struct sock *sk, u8 new_state)
 {
 	struct rate_sample rs = { .losses = 1 };
-	struct bbrx_net *bn = bbrx_sk_pernet(sk);
+	struct bbrx_net *bn = bbrx_sk_net(sk);
 	struct bbrx *b = inet_csk_ca(sk);
 
 	if (new_state != TCP_CA_Loss)

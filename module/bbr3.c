@@ -162,11 +162,6 @@ struct bbrx3 {
 	u8 rounds_since_probe;	/* rounds since the last UP, saturating */
 };
 
-static struct bbrx_net *b3_net(const struct sock *sk)
-{
-	return bbrx_pernet(sock_net(sk));
-}
-
 static u32 b3_max_bw(const struct bbrx3 *b)
 {
 	return max(b->bw_hi[0], b->bw_hi[1]);
@@ -925,7 +920,7 @@ done:
 /* .cong_control: the per-ACK model update, in [D 5.2.3]'s order. */
 static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
 {
-	struct bbrx_net *bn = b3_net(sk);
+	struct bbrx_net *bn = bbrx_sk_net(sk);
 	struct bbrx3 *b = inet_csk_ca(sk);
 	u32 bw_sample = 0, bw;
 
@@ -967,7 +962,7 @@ static void bbrx3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 
 static void bbrx3_init(struct sock *sk)
 {
-	struct bbrx_net *bn = b3_net(sk);
+	struct bbrx_net *bn = bbrx_sk_net(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx3 *b = inet_csk_ca(sk);
 
@@ -995,11 +990,6 @@ static void bbrx3_init(struct sock *sk)
 	/* without fq on the device, TCP paces by itself (EDT timer) */
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
 	bbrx_stat_inc(bn, BBRX3_STAT_SOCKETS_INIT);
-}
-
-static void bbrx3_release(struct sock *sk)
-{
-	WRITE_ONCE(sk->sk_pacing_shift, 10);
 }
 
 static u32 bbrx3_ssthresh(struct sock *sk)
@@ -1058,7 +1048,7 @@ struct tcp_congestion_ops bbrx3_cong_ops __read_mostly = {
 	.name		= BBRX3_CA_NAME,
 	.owner		= THIS_MODULE,
 	.init		= bbrx3_init,
-	.release	= bbrx3_release,
+	.release	= bbrx_release,
 	.cong_control	= BBRX_CONG_CONTROL(bbrx3_cong_control),
 	.sndbuf_expand	= bbrx_sndbuf_expand,
 	.undo_cwnd	= bbrx3_undo_cwnd,

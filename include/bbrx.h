@@ -163,6 +163,39 @@ static inline u32 bbrx_gain(int permille)
 	return DIV_ROUND_CLOSEST((u32)permille << BBRX_GAIN_SCALE, 1000);
 }
 
+/*
+ * Hook decisions as the hook trace events report them (module/bbrx_trace.h);
+ * each is counted by the /proc/net/bbrx_stat counter of the same name.
+ */
+enum bbrx_trace_decision {
+	BBRX_TRACE_CORKED,		/* autocork: tail skb left queued */
+	BBRX_TRACE_DECLINED,		/* autocork: kernel corks, policy sends */
+	BBRX_TRACE_SINGLE_SKB,		/* TSQ: sent, rtx queue held one skb */
+	BBRX_TRACE_WITHHELD,		/* TSQ: single-skb shortcut refused */
+	BBRX_TRACE_SIZED,		/* rcvbuf: raised at establishment */
+	BBRX_TRACE_GROWN,		/* rcvbuf: grown by the per_mss rule */
+	BBRX_TRACE_PUSH_MARKED,		/* delack: PSH >= rcv_mss marked */
+	BBRX_TRACE_PUSH_SUPPRESSED,	/* delack: left to the timer (pre) */
+};
+
+/*
+ * One packet-timed round of a model, for the bbrx_round and bbrx3_round
+ * trace events; filled only while the event is enabled.
+ */
+struct bbrx_trace_round {
+	u32 mode;		/* STARTUP, DRAIN, PROBE_BW, PROBE_RTT: 0-3 */
+	u32 phase;		/* bbrx cycle index; bbrx3 DOWN..UP: 0-3 */
+	u32 bw;			/* packets per usec << BBRX_BW_SCALE */
+	u32 min_rtt_us;		/* usec */
+	u32 pacing_gain;	/* 1/256 */
+	u32 cwnd_gain;		/* 1/256 */
+	u32 inflight_hi;	/* packets, 0 = no bound */
+	u32 inflight_lo;	/* packets, 0 = no bound */
+	u32 delivered;		/* packets delivered in the round */
+	u32 lost;		/* packets marked lost in the round */
+	u32 ce;			/* packets delivered CE-marked in the round */
+};
+
 /* bbr.c */
 bool bbrx_init_pacing(struct sock *sk, u32 gain);
 void bbrx_update_pacing(struct sock *sk, u32 bw, u32 gain,
@@ -211,6 +244,8 @@ enum bbrx_hook_id {
 int bbrx_hooks_install(void);
 void bbrx_hooks_remove(void);
 bool bbrx_hook_installed(enum bbrx_hook_id id);
+void bbrx_trace_hook(const struct sock *sk, enum bbrx_hook_id hook,
+		     int policy, int decision, u32 value);
 const char *bbrx_hook_name(enum bbrx_hook_id id);
 void bbrx_hook_lock(void);
 void bbrx_hook_unlock(void);

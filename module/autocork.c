@@ -28,6 +28,7 @@
 #include <net/tcp.h>
 
 #include "bbrx.h"
+#include "bbrx_trace.h"
 #include "compat.h"
 
 /* Not exported; resolved at load and called with tcp_push()'s arguments. */
@@ -81,6 +82,7 @@ void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
 	struct bbrx_net *bn = bbrx_pernet(sock_net(sk));
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct sk_buff *skb;
+	int policy = 0;
 	bool cork;
 
 	skb = tcp_write_queue_tail(sk);
@@ -103,9 +105,14 @@ void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
 	if (cork) {
 		bool kernel_corks = !tcp_rtx_queue_empty(sk);
 
-		cork = bbrx_autocork_rule(sk, skb, READ_ONCE(bn->autocork));
-		if (kernel_corks && !cork)
+		policy = READ_ONCE(bn->autocork);
+		cork = bbrx_autocork_rule(sk, skb, policy);
+		if (kernel_corks && !cork) {
 			bbrx_stat_inc(bn, BBRX_STAT_AUTOCORK_DECLINED);
+			if (trace_bbrx_autocork_enabled())
+				bbrx_trace_hook(sk, BBRX_HOOK_AUTOCORK, policy,
+						BBRX_TRACE_DECLINED, skb->len);
+		}
 	}
 	if (cork) {
 		/* TSQ_THROTTLED makes the TX completion push the queue. */
@@ -118,6 +125,9 @@ void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
 		/* Unless the completion came before the bit was set. */
 		if (refcount_read(&sk->sk_wmem_alloc) > skb->truesize) {
 			bbrx_stat_inc(bn, BBRX_STAT_AUTOCORK_CORKED);
+			if (trace_bbrx_autocork_enabled())
+				bbrx_trace_hook(sk, BBRX_HOOK_AUTOCORK, policy,
+						BBRX_TRACE_CORKED, skb->len);
 			return;
 		}
 	}

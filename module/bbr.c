@@ -51,6 +51,7 @@
 #include <net/tcp.h>
 
 #include "bbrx.h"
+#include "bbrx_trace.h"
 #include "compat.h"
 
 #define BW_SCALE	BBRX_BW_SCALE	/* bw is packets per usec << BW_SCALE */
@@ -102,6 +103,8 @@ struct bbrx {
 	u32 lt_last_delivered;		/* tp->delivered at interval start */
 	u32 lt_last_stamp;		/* msec: delivered_mstamp at start */
 	u32 lt_last_lost;		/* tp->lost at interval start */
+	u32 round_lost;			/* tp->lost at this round's start */
+	u32 round_ce;			/* tp->delivered_ce at round start */
 	u16 pacing_gain;		/* GAIN_UNIT, current */
 	u16 cwnd_gain;			/* GAIN_UNIT, current */
 	u32 mode:2,			/* enum bbrx_mode */
@@ -385,6 +388,42 @@ static u32 bbrx_aggregation_cwnd(struct sock *sk, const struct bbrx_net *bn)
 				     bbrx_gain(READ_ONCE(bn->extra_acked_gain)));
 }
 
+/* The bbrx_round trace event for the round ending on this ACK. */
+static void bbrx_trace_round_end(struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	const struct bbrx *b = inet_csk_ca(sk);
+	struct bbrx_trace_round r = {
+		.mode = b->mode,
+		.phase = b->cycle_idx,
+		.bw = bbrx_bw(sk),
+		.min_rtt_us = b->min_rtt_us,
+		.pacing_gain = b->pacing_gain,
+		.cwnd_gain = b->cwnd_gain,
+		.delivered = tp->delivered - b->next_round_delivered,
+		.lost = tp->lost - b->round_lost,
+		.ce = tp->delivered_ce - b->round_ce,
+	};
+
+	trace_bbrx_round(sk, &r);
+}
+
+/*
+ * A new round begins now: at a round's end, and early where the model
+ * restarts the count (recovery, PROBE_RTT), which ends the round too.
+ */
+static void bbrx_round_begin(struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrx *b = inet_csk_ca(sk);
+
+	if (trace_bbrx_round_enabled())
+		bbrx_trace_round_end(sk);
+	b->next_round_delivered = tp->delivered;
+	b->round_lost = tp->lost;
+	b->round_ce = tp->delivered_ce;
+}
+
 /*
  * Recovery: drop cwnd by the losses, hold it at inflight + acked for the
  * first round of fast recovery (packet conservation), and restore the
@@ -404,7 +443,7 @@ static bool bbrx_recovery_cwnd(struct sock *sk, struct bbrx_net *bn,
 
 	if (state == TCP_CA_Recovery && prev != TCP_CA_Recovery) {
 		b->packet_conservation = 1;
-		b->next_round_delivered = tp->delivered;
+		bbrx_round_begin(sk);
 		cwnd = tcp_packets_in_flight(tp) + acked;
 		bbrx_stat_inc(bn, BBRX_STAT_RECOVERY_ENTER);
 	} else if (prev >= TCP_CA_Recovery && state < TCP_CA_Recovery) {
@@ -453,14 +492,13 @@ done:
 /* Packet-timed rounds: a round ends when a packet sent after it began is acked. */
 static void bbrx_update_round(struct sock *sk, const struct rate_sample *rs)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx *b = inet_csk_ca(sk);
 
 	b->round_start = 0;
 	if (rs->delivered < 0 || rs->interval_us <= 0)
 		return;
 	if (!before(rs->prior_delivered, b->next_round_delivered)) {
-		b->next_round_delivered = tp->delivered;
+		bbrx_round_begin(sk);
 		b->round_count++;
 		b->round_start = 1;
 		b->packet_conservation = 0;
@@ -757,7 +795,7 @@ static void bbrx_update_min_rtt(struct sock *sk, const struct rate_sample *rs,
 				msecs_to_jiffies(READ_ONCE(bn->probe_rtt_ms));
 			b->probe_rtt_done_stamp |= !b->probe_rtt_done_stamp;
 			b->probe_rtt_round_done = 0;
-			b->next_round_delivered = tp->delivered;
+			bbrx_round_begin(sk);
 		} else if (b->probe_rtt_done_stamp) {
 			if (b->round_start)
 				b->probe_rtt_round_done = 1;
@@ -829,6 +867,8 @@ static void bbrx_init(struct sock *sk)
 	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
 	b->prev_ca_state = TCP_CA_Open;
 	b->next_round_delivered = tp->delivered;
+	b->round_lost = tp->lost;
+	b->round_ce = tp->delivered_ce;
 	b->min_rtt_us = tcp_min_rtt(tp);
 	b->min_rtt_stamp = tcp_jiffies32;
 	minmax_reset(&b->bw, 0, 0);

@@ -53,6 +53,7 @@
 #include <net/tcp.h>
 
 #include "bbrx.h"
+#include "bbrx_trace.h"
 #include "compat.h"
 
 #define BW_UNIT		BIT(BBRX_BW_SCALE)
@@ -577,6 +578,28 @@ static void b3_update_cycle_phase(struct sock *sk,
 }
 
 /* Per-round signals: the CE share's EWMA and STARTUP's loss and ECN exits. */
+/* The bbrx3_round trace event for the round ending on this ACK. */
+static void b3_trace_round_end(struct sock *sk, u32 delivered, u32 lost,
+			       u32 ce)
+{
+	const struct bbrx3 *b = inet_csk_ca(sk);
+	struct bbrx_trace_round r = {
+		.mode = b->mode,
+		.phase = b->state,
+		.bw = b3_bw(b),
+		.min_rtt_us = b->min_rtt_us,
+		.pacing_gain = b3_pacing_gain(b),
+		.cwnd_gain = b3_cwnd_gain(b),
+		.inflight_hi = b->inflight_hi == B3_UNSET ? 0 : b->inflight_hi,
+		.inflight_lo = b->inflight_lo == B3_UNSET ? 0 : b->inflight_lo,
+		.delivered = delivered,
+		.lost = lost,
+		.ce = ce,
+	};
+
+	trace_bbrx3_round(sk, &r);
+}
+
 static void b3_end_of_round(struct sock *sk, struct bbrx_net *bn)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
@@ -614,6 +637,8 @@ static void b3_end_of_round(struct sock *sk, struct bbrx_net *bn)
 			bbrx_stat_inc(bn, BBRX3_STAT_STARTUP_EXIT_CONG);
 		}
 	}
+	if (trace_bbrx3_round_enabled())
+		b3_trace_round_end(sk, delivered, lost, ce);
 	b->round_lost = tp->lost;
 	b->round_delivered = tp->delivered;
 	b->round_delivered_ce = tp->delivered_ce;

@@ -34,6 +34,7 @@
 #include <net/tcp.h>
 
 #include "bbrx.h"
+#include "bbrx_trace.h"
 
 /*
  * orb $ICSK_ACK_PUSHED, pending(%reg): 80 /1 with mod 10 (disp32); reg is
@@ -200,9 +201,17 @@ static int bbrx_delack_pre(struct kprobe *p, struct pt_regs *regs)
 		return 0;
 	if (policy == BBRX_POLICY_POST) {
 		bbrx_stat_inc(bn, BBRX_STAT_DELACK_PUSH_MARKED);
+		if (trace_bbrx_delack_enabled())
+			bbrx_trace_hook(sk, BBRX_HOOK_DELACK, policy,
+					BBRX_TRACE_PUSH_MARKED,
+					inet_csk(sk)->icsk_ack.rcv_mss);
 		return 0;
 	}
 	bbrx_stat_inc(bn, BBRX_STAT_DELACK_PUSH_SUPPRESSED);
+	if (trace_bbrx_delack_enabled())
+		bbrx_trace_hook(sk, BBRX_HOOK_DELACK, policy,
+				BBRX_TRACE_PUSH_SUPPRESSED,
+				inet_csk(sk)->icsk_ack.rcv_mss);
 	instruction_pointer_set(regs, (unsigned long)p->addr + BBRX_ORB_LEN);
 	return 1;
 }

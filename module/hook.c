@@ -412,7 +412,9 @@ static int (*bbrx_kallsyms_size)(unsigned long addr, unsigned long *symbolsize,
  *   KASAN: __kasan_check_read/write and __asan_report_*_noabort (a shadow
  *	lookup; a report prints under a raw spinlock and returns)
  * and module functions (bbrx_stats_late(), helpers the compiler did not
- * inline), which are decoded and checked in turn.
+ * inline), which are decoded and checked in turn, except bbrx_trace_hook():
+ * it only fires a tracepoint, whose probes run with preemption disabled
+ * and whose call site the kernel re-targets at run time (trace.c).
  */
 static const char * const bbrx_leaf_calls[] = {
 	"__rcu_read_lock", "__rcu_read_unlock", "ktime_get", "rcu_is_watching",
@@ -976,6 +978,14 @@ static bool bbrx_leaf_call(unsigned long target)
 	return false;
 }
 
+/* A call to bbrx_trace_hook() (or its call-thunk padding)? */
+static bool bbrx_trace_call(unsigned long target)
+{
+	unsigned long fn = (unsigned long)bbrx_trace_hook;
+
+	return target <= fn && fn - target <= BBRX_CALL_PAD;
+}
+
 /* Module functions a replacement calls are checked in turn, this deep. */
 #define BBRX_CALLS_DEPTH	4
 
@@ -1025,8 +1035,10 @@ static int bbrx_calls_check(unsigned long addr, int depth, bool fault,
 		}
 		if (op == 0xe8 && pos != site) {
 			target = addr + pos + insn.length + insn.immediate.value;
-			if (!fault && within_module(target, THIS_MODULE) &&
-			    depth < BBRX_CALLS_DEPTH) {
+			if (!fault && bbrx_trace_call(target)) {
+				/* a tracepoint: preemption off (trace.c) */
+			} else if (!fault && within_module(target, THIS_MODULE) &&
+				   depth < BBRX_CALLS_DEPTH) {
 				err = bbrx_calls_check(target, depth + 1, fault,
 						       reason, rlen);
 				if (err)

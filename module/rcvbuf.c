@@ -41,6 +41,7 @@
 #include <net/tcp.h>
 
 #include "bbrx.h"
+#include "bbrx_trace.h"
 #include "compat.h"
 
 /* The proposal's initial receive window, segments. */
@@ -119,6 +120,9 @@ void bbrx_rcvbuf_init_transfer(struct sock *sk)
 		return;
 	WRITE_ONCE(sk->sk_rcvbuf, target);
 	bbrx_stat_inc(bn, BBRX_STAT_RCVBUF_SIZED);
+	if (trace_bbrx_rcvbuf_enabled())
+		bbrx_trace_hook(sk, BBRX_HOOK_RCVBUF, READ_ONCE(bn->rcvbuf),
+				BBRX_TRACE_SIZED, target);
 }
 
 /**
@@ -246,6 +250,10 @@ void bbrx_rcvbuf_space_adjust(struct sock *sk)
 					   tcp_win_from_space(sk, rcvbuf));
 				bbrx_stat_inc(bbrx_pernet(net),
 					      BBRX_STAT_RCVBUF_GROWN);
+				if (trace_bbrx_rcvbuf_enabled())
+					bbrx_trace_hook(sk, BBRX_HOOK_RCVBUF_GROW,
+							READ_ONCE(bbrx_pernet(net)->rcvbuf),
+							BBRX_TRACE_GROWN, rcvbuf);
 			}
 		}
 		tp->rcvq_space.space = copied;

@@ -26,6 +26,7 @@
 #include <asm/insn.h>
 
 #include "bbrx.h"
+#include "bbrx_trace.h"
 #include "compat.h"
 
 /**
@@ -90,11 +91,19 @@ bool bbrx_tsq_small_queue_check(struct sock *sk, unsigned int truesize,
 	if (!node)
 		return false;
 	if (!node->rb_left && !node->rb_right) {
-		if (READ_ONCE(bn->tsq) != BBRX_POLICY_PRE) {
+		int policy = READ_ONCE(bn->tsq);
+
+		if (policy != BBRX_POLICY_PRE) {
 			bbrx_stat_inc(bn, BBRX_STAT_TSQ_SINGLE_SKB);
+			if (trace_bbrx_tsq_enabled())
+				bbrx_trace_hook(sk, BBRX_HOOK_TSQ, policy,
+						BBRX_TRACE_SINGLE_SKB, limit);
 			return false;
 		}
 		bbrx_stat_inc(bn, BBRX_STAT_TSQ_WITHHELD);
+		if (trace_bbrx_tsq_enabled())
+			bbrx_trace_hook(sk, BBRX_HOOK_TSQ, policy,
+					BBRX_TRACE_WITHHELD, limit);
 	}
 
 	set_bit(TSQ_THROTTLED, &sk->sk_tsq_flags);

@@ -1,0 +1,342 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bbrx's trace events (module/bbrx_trace.h), enabled through tracefs and
+# read back from its `trace` file; every check compares an event's fields
+# with what the same run shows elsewhere (iperf3, /proc/net/bbrx_stat).
+#
+#   trace_rounds  a bbrx and a bbrx3 flow (ROUND_SECS, 4 s) through a
+#                 5 Mbit/s, 20 ms bottleneck with a 3-packet buffer (a rate
+#                 even a TCG guest sharing its host fills, a BDP of 8
+#                 packets, so that bbrx3 probes every 8 rounds, and a buffer
+#                 its probes overflow, so that it sets inflight_hi),
+#                 bbrx_round and bbrx3_round enabled.  Per flow:
+#                 one event per round (at least one per 4 RTTs), the first
+#                 in STARTUP at the model's STARTUP gain (bbrx 739, bbrx3
+#                 710 in 1/256), PROBE_BW reached, min_rtt_us on the path's
+#                 RTT, bw at most 2 x the bottleneck (tbf's burst), and in
+#                 PROBE_BW a median of at most 1.5 x the bottleneck and at
+#                 least 0.8 x the flow's goodput, cwnd and pacing_rate set,
+#                 loss_pm consistent with lost and delivered, the rounds'
+#                 delivered packets summing to what iperf3 received
+#                 (0.9-1.05),
+#                 their lost packets to at most 1.2 x its retransmits + 10
+#                 (and > 0 when there were any); bbrx reports no inflight
+#                 bounds,
+#                 bbrx3 reports an inflight_hi exactly when its counters say
+#                 it set one (Bbrx3InflightHiLoss/HiEcn/StartupExitCong),
+#                 which the shallow buffer must make happen, and its phases
+#                 are named DOWN/CRUISE/REFILL/UP.
+#   trace_hooks   each hook decision with its policy on (scope 1), one 2 s
+#                 flow each: autocork 1 corked, autocork 3 declined (500-byte
+#                 writes; tbf on the sender's NIC so skbs stay charged),
+#                 rcvbuf 1 sized/grown (bulk through the router), delack 1
+#                 push_marked, delack 2 suppressed (1448-byte PSH writes),
+#                 tsq 1 single_skb, tsq 2 withheld (bulk over late TX
+#                 completions, 3 ms, as hook_tsq.sh).
+#                 The decision's counter moved and the events of that
+#                 decision in the netns equal its delta (no ring-buffer
+#                 overrun allowed), each carrying the policy set and a
+#                 non-zero value; then with every event disabled a flow
+#                 with all policies on writes nothing.
+
+ALL_TESTS="
+	trace_rounds
+	trace_hooks
+"
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_hooks.sh"
+
+ROUND_SECS=${BBRX_TRACE_SECS:-4}
+ROUND_RATE=5	# Mbit/s
+ROUND_BUF=4542	# bytes: 3 full frames
+HOOK_SECS=2
+TRACEFS=
+EV_DIR=
+BUF_KB0=
+
+tracefs_find()
+{
+	local d
+
+	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+		[[ -e $d/trace ]] && { TRACEFS=$d; return 0; }
+	done
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null &&
+		[[ -e /sys/kernel/tracing/trace ]] &&
+		{ TRACEFS=/sys/kernel/tracing; return 0; }
+	return 1
+}
+
+# trace_start EVENT...: empty ring buffer, only these bbrx events on.
+trace_start()
+{
+	local e
+
+	echo 0 >"$EV_DIR/enable"
+	: >"$TRACEFS/trace"
+	for e in "$@"; do
+		echo 1 >"$EV_DIR/$e/enable" || return 1
+	done
+	echo 1 >"$TRACEFS/tracing_on"
+}
+
+# trace_stop FILE: every bbrx event off, the buffer into FILE; prints the
+# events the ring buffer overwrote or dropped (must be 0 for exact counts).
+trace_stop()
+{
+	echo 0 >"$EV_DIR/enable"
+	cat "$TRACEFS/trace" >"$1"
+	cat "$TRACEFS"/per_cpu/cpu*/stats 2>/dev/null |
+		awk '/^(overrun|dropped events):/ { n += $NF } END { print n + 0 }'
+}
+
+# trace_of FILE EVENT NETNS [SPORT]: "key=value ..." of each EVENT line
+# from netns inode NETNS (and local port SPORT).
+trace_of()
+{
+	awk -v ev=" $2: " -v ns=" netns=$3 " -v sp="${4:+ sport=$4 }" '
+		{
+			i = index($0, ev)
+			if (!i) next
+			rest = " " substr($0, i + length(ev)) " "
+			if (!index(rest, ns) || (sp != "" && !index(rest, sp))) next
+			print substr(rest, 2, length(rest) - 2)
+		}' "$1"
+}
+
+# tf KEY: the values of KEY in "key=value" lines on stdin.
+tf()
+{
+	awk -v k="$1=" '{ for (i = 1; i <= NF; i++) if (index($i, k) == 1) print substr($i, length(k) + 1) }'
+}
+
+netns_ino()
+{
+	ip netns exec "$1" stat -L -c %i /proc/self/ns/net
+}
+
+# bbrx3_hi_count: times bbrx3 set inflight_hi in the sender's netns.
+bbrx3_hi_count()
+{
+	local c n=0
+
+	for c in Bbrx3InflightHiLoss Bbrx3InflightHiEcn Bbrx3StartupExitCong; do
+		n=$((n + $(bbrx_stat "$c" "$SND")))
+	done
+	echo "$n"
+}
+
+# check_model CC FILE: the round checks of one flow (FILE: its events).
+check_model()
+{
+	local cc=$1 f=$2 json=$TMPD/rounds-$1.json
+	local n min_n first gain pbw rtt bwmax bwmed gp gpB sent mss dsum lsum rtx bad
+
+	n=$(wc -l <"$f")
+	min_n=$((ROUND_SECS * 1000 / (PATH_RTT * 4)))
+	((n >= min_n))
+	check_err $? "$cc: $n round events in ${ROUND_SECS}s (want >= $min_n)"
+	((n > 0)) || return
+
+	first=$(head -1 "$f" | tf mode)
+	gain=$(head -1 "$f" | tf pacing_gain)
+	[[ $first == STARTUP && $gain == "${STARTUP_GAIN[$cc]}" ]]
+	check_err $? "$cc: first round mode=$first pacing_gain=$gain (want STARTUP, ${STARTUP_GAIN[$cc]})"
+	pbw=$(grep -c ' mode=PROBE_BW ' "$f")
+	((pbw > 0))
+	check_err $? "$cc: no round in PROBE_BW"
+
+	rtt=$(tf min_rtt_us <"$f" | median)
+	in_range "$rtt" $((PATH_RTT * 1000)) $(((PATH_RTT + 10) * 1000))
+	check_err $? "$cc: median min_rtt_us $rtt on a $PATH_RTT ms path"
+
+	gp=$(iperf3_goodput "$json")
+	gpB=$(calc "$gp * 1e6 / 8")
+	bwmax=$(tf bw <"$f" | sort -n | tail -1)
+	bwmed=$(grep ' mode=PROBE_BW ' "$f" | tf bw | median)
+	# The max filter keeps samples that tbf's burst (15 KB, 24 ms of
+	# tokens at 5 Mbit/s) let through faster than the rate.
+	fcmp "$bwmax" '<=' "$(calc "2 * $ROUND_RATE * 1e6 / 8")" &&
+		fcmp "${bwmed:-0}" '<=' "$(calc "1.5 * $ROUND_RATE * 1e6 / 8")" &&
+		fcmp "${bwmed:-0}" '>=' "$(calc "0.8 * $gpB")"
+	check_ratio $? "$cc: bw max $bwmax, PROBE_BW median $bwmed bytes/s; goodput $gpB bytes/s on $ROUND_RATE Mbit/s"
+
+	bad=$(awk '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		t = v["delivered"] + v["lost"]
+		pm = t ? int(v["lost"] * 1000 / t) : 0
+		if (v["cwnd"] < 1 || v["pacing_rate"] < 1 || v["loss_pm"] != pm) n++
+	} END { print n + 0 }' "$f")
+	((bad == 0))
+	check_err $? "$cc: $bad rounds with cwnd or pacing_rate 0 or loss_pm not lost/(delivered+lost)"
+
+	mss=$(jq -r '.start.tcp_mss_default // 1448' "$json")
+	# What the receiver got: bytes the sender wrote may still sit in its
+	# buffer when the flow ends (at 5 Mbit/s about 15% of them).
+	sent=$(jq -r '.end.sum_received.bytes // 0' "$json")
+	dsum=$(tf delivered <"$f" | awk '{ s += $1 } END { print s + 0 }')
+	lsum=$(tf lost <"$f" | awk '{ s += $1 } END { print s + 0 }')
+	rtx=$(iperf3_retrans "$json")
+	in_range "$(calc "$dsum * $mss / ($sent + 1)")" 0.9 1.05
+	check_err $? "$cc: rounds delivered $dsum x $mss bytes against $sent bytes received"
+	# A packet marked lost whose SACK comes before its retransmission
+	# counts in lost but not in retransmits.
+	((lsum <= rtx * 6 / 5 + 10)) && { ((rtx == 0)) || ((lsum > 0)); }
+	check_err $? "$cc: rounds lost $lsum packets, iperf3 retransmits $rtx"
+	ROUND_MSG+="$cc $n rounds, $pbw in PROBE_BW, min_rtt $rtt us, bw median $(calc "$bwmed * 8 / 1e6") Mbit/s (goodput $gp), delivered $dsum, lost $lsum (rtx $rtx); "
+}
+
+trace_rounds()
+{
+	local cc ino of hi phases h0 h1
+
+	ino=$(netns_ino "$SND")
+	declare -gA STARTUP_GAIN=([bbrx]=739 [bbrx3]=710)
+	ROUND_MSG=
+	shape_bottleneck "$ROUND_RATE" "$ROUND_BUF" && shape_delay "$PATH_RTT" "$PATH_BDP"
+	check_err $? "shaping failed"
+	for cc in bbrx bbrx3; do
+		[[ $cc == bbrx3 ]] && h0=$(bbrx3_hi_count)
+		trace_start "${cc}_round"
+		check_err $? "cannot enable ${cc}_round"
+		flow_run "rounds-$cc" "$cc" "$ROUND_SECS"
+		check_err $? "$cc flow failed"
+		of=$(trace_stop "$TMPD/rounds-$cc.trace")
+		trace_of "$TMPD/rounds-$cc.trace" "${cc}_round" "$ino" "$FLOW_CPORT" \
+			>"$TMPD/rounds-$cc.ev"
+		# The other model's event stayed off.
+		! grep -q " $([[ $cc == bbrx ]] && echo bbrx3 || echo bbrx)_round: " \
+			"$TMPD/rounds-$cc.trace"
+		check_err $? "$cc: the other model's round event fired while disabled"
+		((of == 0)) || log_info "$cc: ring buffer lost $of events"
+		check_model "$cc" "$TMPD/rounds-$cc.ev"
+	done
+	h1=$(bbrx3_hi_count)
+
+	hi=$(tf inflight_hi <"$TMPD/rounds-bbrx.ev" | sort -u | tr '\n' ' ')
+	[[ $hi == "0 " ]] && [[ $(tf inflight_lo <"$TMPD/rounds-bbrx.ev" | sort -u) == 0 ]]
+	check_err $? "bbrx reports inflight bounds: inflight_hi values '$hi'"
+	hi=$(tf inflight_hi <"$TMPD/rounds-bbrx3.ev" | sort -n | tail -1)
+	((h1 > h0 && ${hi:-0} > 0))
+	check_err $? "bbrx3: inflight_hi set $((h1 - h0)) times by its counters behind a 3-packet buffer, max inflight_hi in the rounds ${hi:-none}"
+	phases=$(grep ' mode=PROBE_BW ' "$TMPD/rounds-bbrx3.ev" | tf phase | sort -u | tr '\n' ' ')
+	[[ -n $phases && -z $(echo "$phases" | tr ' ' '\n' | grep -vxE 'DOWN|CRUISE|REFILL|UP|') ]]
+	check_err $? "bbrx3 PROBE_BW phases '$phases'"
+	log_info "${ROUND_MSG}bbrx3 inflight_hi max $hi, phases $phases"
+	shape_clear
+	log_test "round events of bbrx and bbrx3 agree with the flows" "${ROUND_MSG%; }"
+}
+
+# hook_case NS SYSCTL VALUE EVENT DECISION COUNTER WORKLOAD: one decision.
+hook_case()
+{
+	local ns=$1 knob=$2 val=$3 ev=$4 dec=$5 ctr=$6 work=$7
+	local ino c0 c1 d n of pol zero
+
+	ino=$(netns_ino "$ns")
+	bbrx_sysctl_set "$ns" "$knob" "$val" || { check_err 1 "sysctl $knob=$val in $ns"; return; }
+	c0=$(bbrx_stat "$ctr" "$ns")
+	trace_start "$ev"
+	$work "$knob-$val"
+	of=$(trace_stop "$TMPD/$knob-$val.trace")
+	c1=$(bbrx_stat "$ctr" "$ns")
+	bbrx_sysctl_set "$ns" "$knob" 0
+	d=$((c1 - c0))
+	trace_of "$TMPD/$knob-$val.trace" "$ev" "$ino" | grep " decision=$dec " >"$TMPD/$knob-$val.ev"
+	n=$(wc -l <"$TMPD/$knob-$val.ev")
+	pol=$(tf policy <"$TMPD/$knob-$val.ev" | sort -u | tr '\n' ' ')
+	zero=$(tf value <"$TMPD/$knob-$val.ev" | grep -cx 0)
+	((d > 0 && n == d && of == 0)) && [[ $pol == "$val " ]] && ((zero == 0))
+	check_err $? "$knob=$val: $ctr +$d, $n $ev $dec events (ring buffer lost $of), policies '$pol', $zero with value 0"
+	HOOK_MSG+="$knob=$val $dec $n/$d; "
+}
+
+work_small_writes()
+{
+	shape_sender_tbf 100
+	flow_run "$1" cubic "$HOOK_SECS" -l 500 -N >/dev/null
+	check_err $? "$1: flow failed"
+	tc -n "$SND" qdisc del dev "$SND_IF" root 2>/dev/null
+}
+
+work_bulk()
+{
+	flow_run "$1" cubic "$HOOK_SECS" >/dev/null
+	check_err $? "$1: flow failed"
+}
+
+work_psh()
+{
+	flow_run "$1" cubic "$HOOK_SECS" -l 1448 -N >/dev/null
+	check_err $? "$1: flow failed"
+}
+
+trace_hooks()
+{
+	local n e
+
+	HOOK_MSG=
+	bbrx_sysctl_set "$SND" scope 1 && bbrx_sysctl_set "$RCV" scope 1
+	check_err $? "scope 1 failed"
+	hook_case "$SND" autocork 1 bbrx_autocork corked AutocorkCorked work_small_writes
+	hook_case "$SND" autocork 3 bbrx_autocork declined AutocorkDeclined work_small_writes
+	hook_case "$RCV" rcvbuf 1 bbrx_rcvbuf sized RcvbufSized work_bulk
+	hook_case "$RCV" rcvbuf 1 bbrx_rcvbuf grown RcvbufGrown work_bulk
+	hook_case "$RCV" delack 1 bbrx_delack push_marked DelackPushMarked work_psh
+	hook_case "$RCV" delack 2 bbrx_delack suppressed DelackPushSuppressed work_psh
+
+	# Disabled: nothing written while every hook acts and bbrx flows run.
+	for e in "$SND autocork 1" "$SND tsq 1" "$RCV rcvbuf 1" "$RCV delack 1"; do
+		# shellcheck disable=SC2086  # "ns name value"
+		bbrx_sysctl_set $e
+	done
+	echo 0 >"$EV_DIR/enable"
+	: >"$TRACEFS/trace"
+	shape_sender_tbf 100
+	flow_run hooks-off bbrx "$HOOK_SECS" -l 1448 -N >/dev/null
+	check_err $? "hooks-off: flow failed"
+	tc -n "$SND" qdisc del dev "$SND_IF" root 2>/dev/null
+	n=$(grep -cE ' bbrx3?_[a-z]+: ' "$TRACEFS/trace")
+	((n == 0))
+	check_err $? "$n bbrx events written with every event disabled"
+	for e in "$SND autocork" "$SND tsq" "$RCV rcvbuf" "$RCV delack"; do
+		# shellcheck disable=SC2086  # "ns name"
+		bbrx_sysctl_set $e 0
+	done
+
+	# TSQ's single-skb case needs TX completions that come late
+	# (hook_tsq.sh): last, as the setup re-routes the sender.
+	if late_completion_setup 100 3000; then
+		hook_case "$SND" tsq 1 bbrx_tsq single_skb TsqSingleSkb work_bulk
+		hook_case "$SND" tsq 2 bbrx_tsq withheld TsqWithheld work_bulk
+	else
+		check_err 1 "late completion setup failed"
+	fi
+	bbrx_sysctl_set "$SND" scope 0 && bbrx_sysctl_set "$RCV" scope 0
+	log_test "hook events equal their counters, nothing when disabled" "${HOOK_MSG%; }"
+}
+
+trace_cleanup()
+{
+	[[ -n $EV_DIR && -d $EV_DIR ]] && echo 0 >"$EV_DIR/enable"
+	[[ -n $TRACEFS ]] && : >"$TRACEFS/trace"
+	[[ -n $BUF_KB0 ]] && echo "$BUF_KB0" >"$TRACEFS/buffer_size_kb"
+}
+
+require_command iperf3 jq tc
+require_bbrx
+tracefs_find || ksft_exit_skip "no tracefs"
+EV_DIR=$TRACEFS/events/bbrx
+[[ -d $EV_DIR ]] || { echo "# $EV_DIR missing: tcp_bbrx has no trace events"; exit 1; }
+require_hooks autocork tsq rcvbuf rcvbuf_grow delack
+require_topo
+iperf3_server_start || exit 1
+trap 'trace_cleanup; cleanup' EXIT
+# Large enough for every decision of a 2 s flow (tsq's run to ~60k events).
+BUF_KB0=$(awk '{ print $1; exit }' "$TRACEFS/buffer_size_kb")
+echo 16384 >"$TRACEFS/buffer_size_kb"
+
+tests_run
+tests_done
+exit $EXIT_STATUS

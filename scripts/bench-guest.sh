@@ -70,6 +70,8 @@ scenario_init()
 	CTRS_SND=(TcpOutSegs TcpRetransSegs)
 	CTRS_RCV=(TcpOutSegs)
 	case $SCEN in
+	shallow|policer) CTRS_SND+=(Bbrx:Bbrx3InflightHiLoss Bbrx:Bbrx3InflightLoLoss) ;;
+	ecn) CTRS_SND+=(Bbrx:Bbrx3InflightHiEcn Bbrx:Bbrx3InflightLoEcn) ;;
 	autocork) CTRS_SND+=(TcpExtTCPAutoCorking Bbrx:AutocorkCorked Bbrx:AutocorkDeclined) ;;
 	fidelity) CTRS_SND+=(Bbrx:LtBwUsed) ;;
 	tsq) CTRS_SND+=(Bbrx:TsqThrottled Bbrx:TsqSingleSkb Bbrx:TsqWithheld) ;;
@@ -93,11 +95,25 @@ progress()
 	echo "[$STEP/$TOTAL] $SCEN $*" >&2
 }
 
-# The policy sysctls the scenario's arms set (reset to 0, their default,
-# before every run so that cubic and bbr rows run with the kernel's).
+# The sysctls the scenario's arms set ("CC:K=V[,K=V...]"), reset to the
+# netns defaults (knob_defaults, read after setup) before every run, so that
+# the other arms run with the defaults and the cubic and bbr rows with the
+# kernel's behaviour.
 arm_knobs()
 {
-	bench_arms "$SCEN" | tr ' ' '\n' | sed -n 's/^[^:]*:\([a-z_]*\)=.*/\1/p' | sort -u
+	bench_arms "$SCEN" | tr ' ' '\n' | sed -n 's/^[^:]*://p' | tr ',' '\n' |
+		sed -n 's/^\([a-z0-9_]*\)=.*/\1/p' | sort -u
+}
+
+declare -A KNOB_DEFAULT
+knob_defaults()
+{
+	local k
+
+	KNOB_DEFAULT=()
+	for k in $(arm_knobs); do
+		KNOB_DEFAULT[$k]=$(bbrx_sysctl_get "$PNS" "$k")
+	done
 }
 
 # load_module SCEN...: only the hooks these scenarios need are installed
@@ -139,12 +155,31 @@ setup()
 	iperf3_server_start || { echo "# bench: $SCEN: iperf3 server did not start" >&2; return 1; }
 	case $SCEN in
 	bottleneck|fidelity) qdisc_available tbf && qdisc_available netem || return 1 ;;
+	shallow) qdisc_available tbf && qdisc_available netem || return 1 ;;
+	policer)
+		# As bbrx3_paths.sh: packets, not 64 KB aggregates, meet the
+		# policer.
+		if ! { shape_policer 20 65536 && shape_delay 40 "$(bdp_bytes 20 40)" &&
+			ip netns exec "$SND" ethtool -K "$SND_IF" tso off gso off >/dev/null; }; then
+			echo "# bench: policer setup failed" >&2
+			return 1
+		fi
+		SETUP+=("router tc police 20mbit burst 64 KB, exceed drop; 40 ms; sender tso/gso off") ;;
+	ecn)
+		# As bbrx3_ecn.sh: one queue marking above 1 ms, 2 ms RTT
+		# (inside bbrx3_ecn_max_rtt_us), the sender negotiates ECN.
+		qdisc_available fq_codel || return 1
+		if ! { shape_ce_marker 100 1ms && shape_delay 2 && ns_sysctl "$SND" net.ipv4.tcp_ecn=1; }; then
+			echo "# bench: ECN marker setup failed" >&2
+			return 1
+		fi
+		SETUP+=("$(tc -n "$RTR" qdisc show dev "$RTR_IF_R" | grep fq_codel)"
+			"sender net.ipv4.tcp_ecn $(ip netns exec "$SND" sysctl -n net.ipv4.tcp_ecn)") ;;
 	gso2)
 		set_gso_max_segs 2
 		SETUP+=("sender gso_max_segs $(get_gso_max_segs)") ;;
 	fair)
 		qdisc_available tbf && qdisc_available netem || return 1
-		path_bottleneck 1
 		ip netns exec "$RCV" iperf3 -s -p "$PORT2" >"$TMPD/iperf3-server2.log" 2>&1 &
 		bg_track $!
 		sleep 0.5 ;;
@@ -177,7 +212,13 @@ group()
 	local g=$1
 
 	case $SCEN in
-	bottleneck) path_bottleneck "$g" ;;
+	bottleneck|fair) path_bottleneck "$g" ;;
+	shallow)
+		shape_clear
+		case $g in
+		64k) shape_bottleneck 200 65536 && shape_delay 20 "$(bdp_bytes 200 20)" ;;
+		*) path_bottleneck "$g" ;;
+		esac || { echo "# bench: shallow $g: path setup failed" >&2; FAILS=$((FAILS + 1)); } ;;
 	fidelity)
 		# The paths in-tree bbr's known behaviours show on; the policer
 		# last, as it turns the sender's GSO off (packets, not 64 KB
@@ -228,21 +269,24 @@ cwnd_series()
 # run_one GROUP ARM REP: one flow of the arm; appends its JSON line.
 run_one()
 {
-	local g=$1 arm=$2 rep=$3 cc=${2%%:*} id knob val ok=true extra='{}' series='{}'
+	local g=$1 arm=$2 rep=$3 cc=${2%%:*} id knob val kv ok=true extra='{}' series='{}'
+	local -a kvs=()
 	# flow_run reads these (bash locals are visible to callees).
 	local FLOW_PING=0 FLOW_SS=
 
-	id=$SCEN-$g-${arm//[:=]/_}-$rep
+	id=$SCEN-$g-${arm//[:=,]/_}-$rep
 	for knob in $(arm_knobs); do
-		bbrx_sysctl_set "$PNS" "$knob" 0
+		bbrx_sysctl_set "$PNS" "$knob" "${KNOB_DEFAULT[$knob]}"
 	done
-	if [[ $arm == *:*=* ]]; then
-		knob=${arm#*:}; val=${knob#*=}; knob=${knob%%=*}
+	[[ $arm == *:*=* ]] && IFS=, read -ra kvs <<<"${arm#*:}"
+	for kv in "${kvs[@]}"; do
+		knob=${kv%%=*} val=${kv#*=}
 		bbrx_sysctl_set "$PNS" "$knob" "$val" ||
 			{ echo "# bench: sysctl $knob=$val failed" >&2; ok=false; }
-	fi
+	done
 	case $SCEN in
-	bottleneck|fidelity) FLOW_PING=1 ;;
+	bottleneck|fidelity|ecn) FLOW_PING=1 ;;
+	shallow|policer) ((SECS >= 4)) && FLOW_PING=1 ;;
 	gso2) FLOW_SS=0.2 ;;
 	esac
 	counters_snap "$SND" "$TMPD/s0" "${CTRS_SND[@]}"
@@ -252,9 +296,17 @@ run_one()
 	counters_snap "$RCV" "$TMPD/r1" "${CTRS_RCV[@]}"
 
 	case $SCEN in
-	bottleneck|fidelity)
-		extra=$(jq -n --arg r "$(ping_median "$TMPD/$id.ping")" \
+	bottleneck|fidelity|shallow|policer|ecn)
+		((FLOW_PING)) && extra=$(jq -n --arg r "$(ping_median "$TMPD/$id.ping")" \
 			'{ping_rtt_ms: ($r | tonumber? // null)}') ;;
+	esac
+	case $SCEN in
+	ecn)
+		# bbrx3's responses to CE: inflight_hi set, inflight_lo cut.
+		extra=$(jq -n --argjson e "$extra" --arg h "$(counters_delta "$TMPD/s0" "$TMPD/s1" Bbrx:Bbrx3InflightHiEcn)" \
+			--arg l "$(counters_delta "$TMPD/s0" "$TMPD/s1" Bbrx:Bbrx3InflightLoEcn)" \
+			'$e + {ecn_bounds: (($h | tonumber? // null) as $x | ($l | tonumber? // null) as $y
+				| if $x == null or $y == null then null else $x + $y end)}') ;;
 	gso2)
 		# cwnd: median after STARTUP (the first 1-2 s of the flow).
 		# shellcheck disable=SC2119  # median reads stdin
@@ -279,35 +331,49 @@ run_one()
 			bytes_per_seg: (if ($c["snd.TcpOutSegs"] // 0) > 0
 				then ($i.end.sum_sent.bytes // 0) / $c["snd.TcpOutSegs"] else null end),
 			acks_per_seg: (if ($c["snd.TcpOutSegs"] // 0) > 0
-				then $c["rcv.TcpOutSegs"] / $c["snd.TcpOutSegs"] else null end)
+				then $c["rcv.TcpOutSegs"] / $c["snd.TcpOutSegs"] else null end),
+			retrans_pct: (if ($c["snd.TcpOutSegs"] // 0) > 0 and ($c["snd.TcpRetransSegs"] | type) == "number"
+				then 100 * $c["snd.TcpRetransSegs"] / $c["snd.TcpOutSegs"] else null end)
 		   } + $extra + $c),
 		   series: ({tput_mbit: [($i.intervals // [])[].sum.bits_per_second / 1e6]} + $series)}' \
 		>>"$RUNS"
 }
 
-# run_pair ARM REP: two flows at once through the bottleneck ("fair"),
-# CC1+CC2; shares of the summed goodput and Jain's index.
+# run_pair GROUP ARM REP: two flows at once through the bottleneck ("fair"),
+# CC1+CC2; shares of the summed goodput and Jain's index.  Odd repetitions
+# start flow A first, to the first iperf3 server, even ones flow B, so that
+# neither the head start nor the server favours one cc in the medians.
 run_pair()
 {
-	local arm=$1 rep=$2 a=${1%%+*} b=${1#*+} id=$SCEN-$1-$2 pa pb ok=true
+	local g=$1 arm=$2 rep=$3 a=${2%%+*} b=${2#*+} id=$SCEN-$1-$2-$3 pa pb ok=true
+	local first=a pta=$IPERF_PORT ptb=$PORT2
 
-	CPORT=$((CPORT + 2))
-	flow_run "$id-a" "$a" "$SECS" &
-	pa=$!
-	CPORT=$((CPORT + 2))
-	IPERF_PORT=$PORT2 flow_run "$id-b" "$b" "$SECS" &
+	((rep % 2)) || { first=b pta=$PORT2 ptb=$IPERF_PORT; }
+	if [[ $first == a ]]; then
+		CPORT=$((CPORT + 2))
+		IPERF_PORT=$pta flow_run "$id-a" "$a" "$SECS" &
+		pa=$!
+	fi
+	CPORT=$((CPORT + 4))
+	IPERF_PORT=$ptb flow_run "$id-b" "$b" "$SECS" &
 	pb=$!
+	if [[ $first == b ]]; then
+		CPORT=$((CPORT + 2))
+		IPERF_PORT=$pta flow_run "$id-a" "$a" "$SECS" &
+		pa=$!
+	fi
 	wait "$pa" || ok=false
 	wait "$pb" || ok=false
 	[[ $ok == true ]] || FAILS=$((FAILS + 1))
-	jq -c -n --arg scen "$SCEN" --arg arm "$arm" --arg a "$a" --arg b "$b" \
-		--argjson rep "$rep" --argjson ok "$ok" \
+	jq -c -n --arg scen "$SCEN" --arg group "$g" --arg arm "$arm" --arg a "$a" --arg b "$b" \
+		--argjson rep "$rep" --argjson ok "$ok" --arg first "$first" \
 		--slurpfile fa <(cat "$TMPD/$id-a.json" 2>/dev/null || echo '{}') \
 		--slurpfile fb <(cat "$TMPD/$id-b.json" 2>/dev/null || echo '{}') '
 		def gp: (.end.sum_received.bits_per_second // 0) / 1e6;
 		def ser: [(.intervals // [])[].sum.bits_per_second / 1e6];
 		($fa[0] | gp) as $x | ($fb[0] | gp) as $y | ($x + $y) as $s
-		| {scenario: $scen, group: "-", arm: $arm, cc: $a, cc_b: $b, rep: $rep, ok: $ok,
+		| {scenario: $scen, group: $group, arm: $arm, cc: $a, cc_b: $b, rep: $rep, ok: $ok,
+		   first: $first,
 		   metrics: {goodput_a_mbit: $x, goodput_b_mbit: $y, goodput_mbit: $s,
 			share_a: (if $s > 0 then $x / $s else null end),
 			share_b: (if $s > 0 then $y / $s else null end),
@@ -350,6 +416,7 @@ for s in "$@"; do
 		STEP=$((STEP + $(bench_steps "$s")))
 		continue
 	fi
+	knob_defaults
 	REPS_S=$(bench_reps "$SCEN")
 	for g in $(bench_groups "$SCEN"); do
 		group "$g"
@@ -361,7 +428,7 @@ for s in "$@"; do
 				[[ $g != - ]] && label="$g $arm"
 				progress "${label//:/ }, run $rep/$REPS_S ..."
 				if [[ $SCEN == fair ]]; then
-					run_pair "$arm" "$rep"
+					run_pair "$g" "$arm" "$rep"
 				else
 					run_one "$g" "$arm" "$rep"
 				fi

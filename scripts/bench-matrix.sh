@@ -10,10 +10,11 @@
 #
 # A scenario runs every group x every arm x BENCH_REPS repetitions; one
 # step is one flow (one pair of flows in "fair").  An arm is a congestion
-# control, "CC:SYSCTL=VALUE" (a net.ipv4.bbrx sysctl set for that arm in the
-# scenario's policy netns, see bench_policy_ns), or "CC+CC" (two flows at
-# once).  Groups are the scenario's own parameter (buffer in BDPs, write
-# mode, RTT in ms) or "-" for none.
+# control, "CC:SYSCTL=VALUE[,SYSCTL=VALUE...]" (net.ipv4.bbrx sysctls set for
+# that arm in the scenario's policy netns, see bench_policy_ns; the other
+# arms run with the netns defaults), or "CC+CC" (two flows at once).  Groups
+# are the scenario's own parameter (buffer in BDPs, path, write mode, RTT in
+# ms) or "-" for none.
 
 # shellcheck disable=SC2034  # used by the scripts that source this file
 
@@ -21,7 +22,7 @@ BENCH_QUICK=${BENCH_QUICK:-0}
 BENCH_REPS=${BENCH_REPS:-3}
 
 # In the order they run; the hook-free scenarios first.
-BENCH_SCENARIOS="bottleneck gso2 fair fidelity autocork tsq rcvbuf delack"
+BENCH_SCENARIOS="bottleneck shallow policer ecn gso2 fair fidelity autocork tsq rcvbuf delack"
 
 # bench_boots: the VM boots, one line each, the scenarios of a boot
 # separated by commas.  One scenario per boot in the full run, so that a
@@ -31,7 +32,7 @@ BENCH_SCENARIOS="bottleneck gso2 fair fidelity autocork tsq rcvbuf delack"
 bench_boots()
 {
 	if ((BENCH_QUICK)); then
-		printf '%s\n' bottleneck,gso2,fair,fidelity autocork tsq,rcvbuf,delack
+		printf '%s\n' bottleneck,shallow,policer,ecn,gso2,fair,fidelity autocork tsq,rcvbuf,delack
 	else
 		echo "$BENCH_SCENARIOS" | tr ' ' '\n'
 	fi
@@ -42,8 +43,11 @@ bench_title()
 {
 	case $1 in
 	bottleneck) echo "router bottleneck 100 Mbit/s, 20 ms RTT" ;;
+	shallow) echo "shallow buffers: 0.25 BDP at 100 Mbit/s 20 ms, 64 KB at 200 Mbit/s 20 ms" ;;
+	policer) echo "20 Mbit/s token-bucket policer (64 KB burst), 40 ms RTT, sender GSO off" ;;
+	ecn) echo "100 Mbit/s into one fq_codel queue marking CE above 1 ms, 2 ms RTT, ECN negotiated" ;;
 	gso2) echo "sender gso_max_segs 2, TSO off, no bottleneck" ;;
-	fair) echo "two flows sharing the router's 100 Mbit/s bottleneck, 20 ms RTT" ;;
+	fair) echo "two flows sharing the router's 100 Mbit/s bottleneck, 20 ms RTT, buffer 1 or 2 BDP" ;;
 	fidelity) echo "bbrx against in-tree bbr, alternating: 100 Mbit/s 20 ms at 1 and 0.25 BDP, 64 KB at 200 Mbit/s 20 ms, 20 Mbit/s policer 40 ms" ;;
 	autocork) echo "500-byte writes, TX completions 400 us late (late_completion_setup), no bottleneck" ;;
 	tsq) echo "one flow, tbf 100 Mbit/s on the sender's NIC (late TX completions)" ;;
@@ -57,8 +61,11 @@ bench_groups()
 {
 	if ((BENCH_QUICK)); then
 		case $1 in
-		bottleneck) echo "1" ;;
-		fidelity) echo "1 police" ;;
+		bottleneck|fair) echo "1" ;;
+		shallow) echo "0.25" ;;
+		# "1" is bottleneck's path, which runs bbr and bbrx in the
+		# same boot.
+		fidelity) echo "police" ;;
 		autocork) echo "nodelay" ;;
 		rcvbuf) echo "0 50" ;;
 		*) echo "-" ;;
@@ -67,6 +74,8 @@ bench_groups()
 	fi
 	case $1 in
 	bottleneck) echo "1 0.25" ;;
+	shallow) echo "0.25 64k" ;;
+	fair) echo "1 2" ;;
 	fidelity) echo "1 0.25 64k police" ;;
 	autocork) echo "nodelay nagle" ;;
 	rcvbuf) echo "0 10 25 50 100 250" ;;
@@ -77,9 +86,24 @@ bench_groups()
 # bench_arms SCEN
 bench_arms()
 {
+	# QUICK: the arms with two sysctls stand for those with one; shallow
+	# and policer run the arms their goals compare (bbrx runs on the
+	# same boot's bottleneck and fidelity paths).
+	if ((BENCH_QUICK)); then
+		case $1 in
+		gso2) echo "cubic bbr bbrx:gso_cap=0,extra_acked_gain=0 bbrx:gso_cap=1,extra_acked_gain=0"; return ;;
+		shallow|policer) echo "cubic bbr bbrx3"; return ;;
+		esac
+	fi
 	case $1 in
-	gso2) echo "cubic bbr bbrx:gso_cap=0 bbrx:gso_cap=1" ;;
-	fair) echo "cubic+cubic bbr+cubic bbrx+cubic bbr+bbr bbrx+bbrx" ;;
+	shallow|policer) echo "cubic bbr bbrx bbrx3" ;;
+	ecn) echo "bbrx3:bbrx3_ecn=1 bbrx3:bbrx3_ecn=0 cubic" ;;
+	# extra_acked_gain=0: the cwnd without the ACK-aggregation allowance,
+	# tso_margin x the burst goal plus the BDP, as bbrx_gso.sh checks.
+	gso2) echo "cubic bbr bbrx:gso_cap=0 bbrx:gso_cap=1" \
+		"bbrx:gso_cap=0,extra_acked_gain=0 bbrx:gso_cap=1,extra_acked_gain=0" ;;
+	fair) echo "cubic+cubic bbr+cubic bbrx+cubic bbr+bbr bbrx+bbrx" \
+		"bbrx3+cubic bbrx3+bbrx3 bbrx3+bbr" ;;
 	fidelity) echo "bbr bbrx" ;;
 	autocork) echo "cubic bbr bbrx:autocork=0 bbrx:autocork=1 bbrx:autocork=2" ;;
 	tsq) echo "cubic bbr bbrx:tsq=0 bbrx:tsq=1 bbrx:tsq=2" ;;
@@ -90,19 +114,21 @@ bench_arms()
 }
 
 # bench_secs SCEN: length of one flow.  Flows with ping need >= 4 s (ping
-# starts 2 s in, see flow_run).
+# starts 2 s in, see flow_run); QUICK's shallow and policer flows are
+# shorter and go without it (their goals are retransmits and goodput).
 bench_secs()
 {
 	if ((BENCH_QUICK)); then
 		case $1 in
-		bottleneck|fair|fidelity) echo 4 ;;
-		gso2) echo 3 ;;
+		bottleneck|ecn|fidelity) echo 4 ;;
+		gso2|fair) echo 3 ;;
 		*) echo 2 ;;
 		esac
 	else
 		case $1 in
-		bottleneck|fair) echo 10 ;;
+		bottleneck|shallow|policer|ecn) echo 10 ;;
 		fidelity) echo 12 ;;
+		fair) echo 30 ;;
 		gso2|tsq) echo 6 ;;
 		*) echo 4 ;;
 		esac
@@ -134,14 +160,19 @@ bench_policy_ns()
 
 # bench_reps SCEN: repetitions per arm.  "fidelity" tests whether bbrx's
 # runs and in-tree bbr's could be one distribution (scripts/bench-fidelity),
-# which needs at least 7 of each in its full form.
+# which needs at least 7 of each in its full form; "fair" alternates which
+# flow starts first, and takes at least 5 for its medians.
 bench_reps()
 {
-	if [[ $1 == fidelity ]] && ((!BENCH_QUICK && BENCH_REPS < 7)); then
-		echo 7
-	else
-		echo "$BENCH_REPS"
+	local min=1
+
+	if ((!BENCH_QUICK)); then
+		case $1 in
+		fidelity) min=7 ;;
+		fair) min=5 ;;
+		esac
 	fi
+	echo $((BENCH_REPS > min ? BENCH_REPS : min))
 }
 
 # bench_steps SCEN: flows (or pairs) the scenario runs.

@@ -2,63 +2,104 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # bbrx demo (run by `make demo` inside the VM, next to the selftests' lib.sh):
-# cubic, in-tree bbr and bbrx on two paths, one table.
+# cubic, in-tree bbr and bbrx on two paths, one table of medians.
 #
 #   bottleneck  router tbf 100 Mbit/s with a 1-BDP buffer, 20 ms RTT
 #   gso2        no bottleneck, sender NIC gso_max_segs 2 (TSO off where the
-#               NIC allows), bbrx with gso_cap 0 (fixed) and 1 (pre-fix)
+#               NIC allows), bbrx with gso_cap 0 (fixed) and 1 (pre-fix),
+#               ACK-aggregation allowance off (extra_acked_gain 0), so that
+#               cwnd is 2 BDP + tso_margin x the burst goal: the goal is
+#               what the fix (upstream 350c9f484bde) changes
 #
+# Every mode of a path runs DEMO_REPS times (default 3), the modes
+# alternating within each repetition; the table gives the medians.
 # Figures come from an emulated CPU (QEMU TCG): compare rows, do not read
 # them as what the hardware does.
 
+# shellcheck disable=SC2119  # median reads stdin
 cd "$(dirname "$0")" || exit 1
 # shellcheck source=../selftests/lib.sh
 source ./lib.sh
 
-SECS=${DEMO_SECS:-10}
+SECS=${DEMO_SECS:-6}
+REPS=${DEMO_REPS:-3}
+SKIP=2		# seconds of each flow the cwnd and goal medians leave out
 ROWS=()
+declare -A GP CWND GOAL RTT RTX
 
 require_bbrx
 require_topo
 iperf3_server_start || exit 1
 
-# row PATH LABEL CC: one flow, then a table row from iperf3's JSON, the ss
-# samples (cwnd median) and ping under load (RTT median).
-row()
+# run PATH MODE REP: one flow of MODE ("cc" or "bbrx:gso_cap=N"), its
+# goodput, cwnd and burst goal (medians of the ss samples after SKIP s),
+# ping under load and retransmits.
+run()
 {
-	local path=$1 label=$2 cc=$3 id=$1-$2 gp cwnd rtt
+	local path=$1 mode=$2 rep=$3 cc=${2%%:*} id=$1-${2//[:=]/_}-$3 cap=0
 
-	FLOW_SS=0.2 FLOW_PING=1 flow_run "$id" "$cc" "$SECS" || return
-	gp=$(iperf3_goodput "$TMPD/$id.json")
-	cwnd=$(ss_samples "$TMPD/$id.ss" 2 | ss_field cwnd | median)
-	rtt=$(ping_median "$TMPD/$id.ping")
-	ROWS+=("$(printf '%-11s %-14s %9s %8s %9s %8s' "$path" "$label" "$gp" \
-		"$cwnd" "$rtt" "$(iperf3_retrans "$TMPD/$id.json")")")
-	echo "# $path $label: $gp Mbit/s" >&2
+	if [[ $mode == *gso_cap=* ]]; then
+		cap=${mode#*gso_cap=}
+		bbrx_sysctl_set "$SND" gso_cap "$cap"
+	fi
+	FLOW_SS=0.2 FLOW_PING=1 flow_run "$id" "$cc" "$SECS"
+	GP[$path $mode $rep]=$(iperf3_goodput "$TMPD/$id.json")
+	RTX[$path $mode $rep]=$(iperf3_retrans "$TMPD/$id.json")
+	RTT[$path $mode $rep]=$(ping_median "$TMPD/$id.ping")
+	CWND[$path $mode $rep]=$(ss_samples "$TMPD/$id.ss" "$SKIP" | ss_field cwnd | median)
+	GOAL[$path $mode $rep]=-
+	[[ $cc == bbrx ]] && GOAL[$path $mode $rep]=$(ss_samples "$TMPD/$id.ss" "$SKIP" |
+		ss_burst_goal "$(bbrx_sysctl_get "$SND" pacing_shift)" \
+			"$( ((cap)) && get_gso_max_segs)" | median)
+	echo "# $path $mode, run $rep/$REPS: ${GP[$path $mode $rep]} Mbit/s, cwnd ${CWND[$path $mode $rep]}" >&2
+	bbrx_sysctl_set "$SND" gso_cap 0
+}
+
+# path PATH MODE...: REPS alternating runs of the modes, then a table row
+# of medians per mode.
+path()
+{
+	local path=$1 rep m k; shift
+	local -A med
+
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for m in "$@"; do
+			run "$path" "$m" "$rep"
+		done
+	done
+	for m in "$@"; do
+		for k in GP CWND GOAL RTT RTX; do
+			local -n arr=$k
+			med[$k]=$(for ((rep = 1; rep <= REPS; rep++)); do
+				echo "${arr[$path $m $rep]}"; done | median)
+			unset -n arr
+		done
+		[[ ${m%%:*} == bbrx ]] || med[GOAL]=-
+		ROWS+=("$(printf '%-11s %-14s %9s %6s %6s %8s %8s   %s' "$path" "${m//:/ }" \
+			"${med[GP]}" "${med[CWND]}" "${med[GOAL]}" "${med[RTT]}" "${med[RTX]}" \
+			"$(for ((rep = 1; rep <= REPS; rep++)); do printf '%s ' "${GP[$path $m $rep]}"; done)")")
+	done
 }
 
 rtt=20
 bdp=$(bdp_bytes 100 $rtt)
 shape_delay $rtt "$bdp"
 shape_bottleneck 100 "$bdp"
-for cc in cubic bbr bbrx; do
-	row bottleneck "$cc" "$cc"
-done
+path bottleneck cubic bbr bbrx
 
 shape_clear
 set_gso_max_segs 2
-row gso2 cubic cubic
-row gso2 bbr bbr
-bbrx_sysctl_set "$SND" gso_cap 0
-row gso2 "bbrx gso_cap=0" bbrx
-bbrx_sysctl_set "$SND" gso_cap 1
-row gso2 "bbrx gso_cap=1" bbrx
-bbrx_sysctl_set "$SND" gso_cap 0
+bbrx_sysctl_set "$SND" extra_acked_gain 0
+path gso2 cubic bbr bbrx:gso_cap=0 bbrx:gso_cap=1
+bbrx_sysctl_set "$SND" extra_acked_gain 1000
 
 echo
-echo "kernel $(uname -r); ${SECS}s flows; cwnd = median of ss samples (segments);"
-echo "rtt = median ping under load (ms); bottleneck: tbf 100 Mbit/s, 1-BDP buffer, 20 ms"
-printf '%-11s %-14s %9s %8s %9s %8s\n' path cc Mbit/s cwnd rtt_ms retrans
+echo "kernel $(uname -r); ${SECS}s flows, medians of $REPS alternating runs per row;"
+echo "cwnd, goal = medians of ss samples after ${SKIP}s (segments; goal: bbrx's burst goal,"
+echo "tso_segs_goal, from pacing_rate and mss); rtt = median ping under load (ms);"
+echo "bottleneck: tbf 100 Mbit/s, 1-BDP buffer, 20 ms; gso2: gso_max_segs $(get_gso_max_segs),"
+echo "extra_acked_gain 0 (cwnd = 2 BDP + tso_margin $(bbrx_sysctl_get "$SND" tso_margin) x goal)"
+printf '%-11s %-14s %9s %6s %6s %8s %8s   %s\n' path cc Mbit/s cwnd goal rtt_ms retrans "Mbit/s per run"
 printf '%s\n' "${ROWS[@]}"
 echo
 bbrx_stat_all "$SND" | sed 's/^/bbrx_stat: /'

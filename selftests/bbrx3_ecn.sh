@@ -39,14 +39,7 @@ declare -A GP RTX PING ECN
 
 ecn_setup()
 {
-	local burst=25000
-
-	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
-	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: htb default 1 &&
-	tc -n "$RTR" class add dev "$RTR_IF_R" parent 1: classid 1:1 \
-		htb rate "${RATE}mbit" ceil "${RATE}mbit" burst "$burst" cburst "$burst" &&
-	tc -n "$RTR" qdisc add dev "$RTR_IF_R" parent 1:1 handle 10: \
-		fq_codel ce_threshold 1ms flows 1 ecn &&
+	shape_ce_marker "$RATE" 1ms &&
 	shape_delay "$RTT" &&
 	ip netns exec "$SND" sysctl -qw net.ipv4.tcp_ecn=1
 }

@@ -748,6 +748,23 @@ shape_policer()
 			action police rate "${1}mbit" burst "$2" conform-exceed drop/pipe
 }
 
+# shape_ce_marker RATE_MBIT CE_THRESHOLD: router egress toward the receiver
+#   at RATE (htb) into a single fq_codel queue that marks CE on packets
+#   whose sojourn exceeds CE_THRESHOLD (e.g. 1ms): one queue (flows 1), so
+#   a ping shares the data's queue and sees its delay.  Needs sch_htb and
+#   sch_fq_codel; ECN itself is the sender's net.ipv4.tcp_ecn.
+shape_ce_marker()
+{
+	local rate=$1 thresh=$2 burst=25000
+
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: htb default 1 &&
+	tc -n "$RTR" class add dev "$RTR_IF_R" parent 1: classid 1:1 \
+		htb rate "${rate}mbit" ceil "${rate}mbit" burst "$burst" cburst "$burst" &&
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" parent 1:1 handle 10: \
+		fq_codel ce_threshold "$thresh" flows 1 ecn
+}
+
 shape_clear()
 {
 	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
@@ -1101,6 +1118,27 @@ ss_field()
 	}
 	{ if (!(fld in v)) next }
 	'"$(ss_cond_awk "$cond")"' { print v[fld] }'
+}
+
+# ss_burst_goal SHIFT [CAP_SEGS] < parsed samples: bbrx's burst goal
+# (tso_segs_goal, segments) at each sample, from its pacing_rate and mss:
+# min(127, max(2, min(pacing_rate >> SHIFT bytes, 65279) / mss)), capped at
+# CAP_SEGS where given (gso_cap = 1 and the device's gso_max_segs).  The
+# README's "The burst goal"; bbrx_gso.sh checks cwnd against it.
+ss_burst_goal()
+{
+	awk -v shift="$1" -v cap="${2:-0}" '{
+		delete v
+		for (i = 1; i <= NF; i++) { split($i, p, "="); v[p[1]] = p[2] }
+		if (!("pacing_rate" in v) || !(v["mss"] > 0)) next
+		bytes = int(v["pacing_rate"] / 8 / 2 ^ shift)
+		if (bytes > 65536 - 1 - 256) bytes = 65536 - 1 - 256
+		goal = int(bytes / v["mss"])
+		if (goal < 2) goal = 2
+		if (cap > 0 && goal > cap) goal = cap
+		if (goal > 127) goal = 127
+		print goal
+	}'
 }
 
 # Translate a condition on field names into awk on v[]: "pacing_gain == 1"

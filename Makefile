@@ -254,13 +254,14 @@ check-cost: vm-build
 
 # make check with the long statistical forms: the stress tests' full counts,
 # hook_rcvbuf's six RTTs, hook_cost's five repetitions, bbrx3's paths and
-# ECN tests with cubic and 5 repetitions (vm-run passes BBRX_* into the
-# guests).
+# ECN tests with cubic and 5 repetitions, bbrx_policer with in-tree bbr and
+# cubic beside lt_bw 1 and 0 (vm-run passes BBRX_* into the guests).
 check-full: check-fidelity
 	BBRX_STRESS_FULL=1 BBRX_RCVBUF_RTTS="0 10 25 50 100 250" BBRX_COST_REPS=5 \
 		BBRX_BOTTLENECK_CCS="bbr bbrx cubic" BBRX_UNLOAD_CYCLES=20 BBRX_AC_REPS=5 \
 		BBRX3_PATHS_MODES="bbrx3 bbr cubic" BBRX3_PATHS_REPS=5 \
 		BBRX3_ECN_MODES="ecn1 ecn0 cubic" BBRX3_ECN_REPS=5 \
+		BBRX_POLICER_MODES="lt1 lt0 bbr cubic" \
 		$(MAKE) check
 
 # check-bench, check-cost and check-lanes before the selftests, so that their runner's

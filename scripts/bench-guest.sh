@@ -12,6 +12,7 @@
 # Environment (vm-run passes BBRX_*):
 #   BBRX_BENCH_QUICK  1 = the short matrix (bench-matrix.sh)
 #   BBRX_BENCH_REPS   repetitions per arm (default 3)
+#   BBRX_BENCH_ARMS   only these arms (scripts/bench's ARMS)
 #   BBRX_BENCH_STEP   number of this scenario's first step in the whole run,
 #   BBRX_BENCH_STEPS  and the total, for the "[i/N]" progress lines
 #   VM_OUT            output directory (vm-run copies it back to the host)
@@ -31,6 +32,7 @@ source ./lib.sh
 source ./lib_hooks.sh
 BENCH_QUICK=${BBRX_BENCH_QUICK:-0}
 BENCH_REPS=${BBRX_BENCH_REPS:-3}
+BENCH_ARMS=${BBRX_BENCH_ARMS:-}
 # shellcheck source=bench-matrix.sh
 source ./bench-matrix.sh
 

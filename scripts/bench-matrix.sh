@@ -6,7 +6,7 @@
 # guest (scripts/bench-guest.sh, to run them), so both agree on what a step
 # is.  Definitions only: no side effects.
 #
-# Usage: BENCH_QUICK=0|1 BENCH_REPS=N source bench-matrix.sh
+# Usage: BENCH_QUICK=0|1 BENCH_REPS=N [BENCH_ARMS="ARM..."] source bench-matrix.sh
 #
 # A scenario runs every group x every arm x BENCH_REPS repetitions; one
 # step is one flow (one pair of flows in "fair").  An arm is a congestion
@@ -20,6 +20,7 @@
 
 BENCH_QUICK=${BENCH_QUICK:-0}
 BENCH_REPS=${BENCH_REPS:-3}
+BENCH_ARMS=${BENCH_ARMS:-}	# non-empty: only these arms
 
 # In the order they run; the hook-free scenarios first.
 BENCH_SCENARIOS="bottleneck shallow policer ecn gso2 fair fidelity autocork tsq rcvbuf delack"
@@ -83,9 +84,19 @@ bench_groups()
 	esac
 }
 
-# bench_arms SCEN
+# bench_arms SCEN: the scenario's arms, those of BENCH_ARMS only if set.
 bench_arms()
 {
+	local a
+
+	if [[ -n $BENCH_ARMS ]]; then
+		for a in $(BENCH_ARMS='' bench_arms "$1"); do
+			[[ " $BENCH_ARMS " == *" $a "* ]] && printf '%s ' "$a"
+		done
+		echo
+		return
+	fi
+
 	# QUICK: the arms with two sysctls stand for those with one; shallow
 	# and policer run the arms their goals compare (bbrx runs on the
 	# same boot's bottleneck and fidelity paths).

@@ -55,19 +55,6 @@ TRACEFS=
 EV_DIR=
 BUF_KB0=
 
-tracefs_find()
-{
-	local d
-
-	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
-		[[ -e $d/trace ]] && { TRACEFS=$d; return 0; }
-	done
-	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null &&
-		[[ -e /sys/kernel/tracing/trace ]] &&
-		{ TRACEFS=/sys/kernel/tracing; return 0; }
-	return 1
-}
-
 # trace_start EVENT...: empty ring buffer, only these bbrx events on.
 trace_start()
 {
@@ -326,7 +313,7 @@ trace_cleanup()
 
 require_command iperf3 jq tc
 require_bbrx
-tracefs_find || ksft_exit_skip "no tracefs"
+tracefs_find trace || ksft_exit_skip "no tracefs"
 EV_DIR=$TRACEFS/events/bbrx
 [[ -d $EV_DIR ]] || { echo "# $EV_DIR missing: tcp_bbrx has no trace events"; exit 1; }
 require_hooks autocork tsq rcvbuf rcvbuf_grow delack

@@ -92,19 +92,6 @@ unload_then_events()
 	check_err $? "$w: kprobe events could not be removed"
 }
 
-tracefs_find()
-{
-	local d
-
-	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
-		[[ -e $d/kprobe_events ]] && { TRACEFS=$d; return 0; }
-	done
-	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null &&
-		[[ -e /sys/kernel/tracing/kprobe_events ]] &&
-		{ TRACEFS=/sys/kernel/tracing; return 0; }
-	return 1
-}
-
 # events_add: define and enable one entry kprobe event per hooked function.
 events_add()
 {
@@ -562,7 +549,7 @@ trap coexist_cleanup EXIT
 
 require_root
 require_command iperf3 jq ip insmod rmmod
-tracefs_find || ksft_exit_skip "no tracefs with kprobe_events"
+tracefs_find kprobe_events || ksft_exit_skip "no tracefs with kprobe_events"
 [[ -r $TRACEFS/enabled_functions ]] || ksft_exit_skip "no $TRACEFS/enabled_functions (CONFIG_DYNAMIC_FTRACE)"
 [[ -r $KLP_KO ]] || ksft_exit_skip "$KLP_KO not built (make -C selftests with kernel headers)"
 vm=$(modinfo -F vermagic "$KLP_KO" 2>/dev/null)

@@ -1201,6 +1201,21 @@ else
 	DMESG_LINES=$(dmesg 2>/dev/null | wc -l)
 fi
 
+# tracefs_find [ENTRY]: set TRACEFS to the mounted tracefs that has ENTRY
+# (default trace; e.g. kprobe_events, instances), mounting it if needed.
+tracefs_find()
+{
+	local d e=${1:-trace}
+
+	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+		[[ -e $d/$e ]] && { TRACEFS=$d; return 0; }
+	done
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null &&
+		[[ -e /sys/kernel/tracing/$e ]] &&
+		{ TRACEFS=/sys/kernel/tracing; return 0; }
+	return 1
+}
+
 dmesg_since_start()
 {
 	if [[ $DMESG_OK -eq 1 ]]; then

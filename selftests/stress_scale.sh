@@ -79,19 +79,6 @@ streams_of()
 	echo $(( FLOWS / NPROC + ($1 < FLOWS % NPROC ? 1 : 0) ))
 }
 
-tracefs_find()
-{
-	local d
-
-	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
-		[[ -d $d/instances ]] && { TRACEFS=$d; return 0; }
-	done
-	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null &&
-		[[ -d /sys/kernel/tracing/instances ]] &&
-		{ TRACEFS=/sys/kernel/tracing; return 0; }
-	return 1
-}
-
 # trace_setup: an instance with kmalloc, kmem_cache_alloc and
 # percpu_alloc_percpu filtered on a call_site inside bbrx's image.
 trace_setup()
@@ -349,7 +336,7 @@ trap scale_cleanup EXIT
 
 require_root
 require_command iperf3 jq ip ss
-tracefs_find || ksft_exit_skip "no tracefs with instances"
+tracefs_find instances || ksft_exit_skip "no tracefs with instances"
 require_bbrx
 require_hooks $HOOKS
 require_topo

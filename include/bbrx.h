@@ -180,7 +180,8 @@ enum bbrx_trace_decision {
 
 /*
  * One packet-timed round of a model, for the bbrx_round and bbrx3_round
- * trace events; filled only while the event is enabled.
+ * trace events; filled only while the event is enabled: the model sets
+ * the fields down to ce, bbrx_trace_round_fill() the rest.
  */
 struct bbrx_trace_round {
 	u32 mode;		/* STARTUP, DRAIN, PROBE_BW, PROBE_RTT: 0-3 */
@@ -194,7 +195,17 @@ struct bbrx_trace_round {
 	u32 delivered;		/* packets delivered in the round */
 	u32 lost;		/* packets marked lost in the round */
 	u32 ce;			/* packets delivered CE-marked in the round */
+	u64 bw_bytes;		/* bw in bytes/s */
+	u64 pacing_rate;	/* sk_pacing_rate, bytes/s */
+	u32 netns;		/* the netns' inode number */
+	u32 cwnd;		/* packets */
+	u32 loss_pm;		/* lost / (delivered + lost), per-mille */
+	u32 ce_pm;		/* ce / delivered, per-mille */
+	u16 sport;		/* local port */
+	u16 dport;		/* remote port */
 };
+
+void bbrx_trace_round_fill(const struct sock *sk, struct bbrx_trace_round *r);
 
 /* bbr.c */
 bool bbrx_init_pacing(struct sock *sk, u32 gain);

@@ -405,6 +405,7 @@ static void bbrx_trace_round_end(struct sock *sk)
 		.ce = tp->delivered_ce - b->round_ce,
 	};
 
+	bbrx_trace_round_fill(sk, &r);
 	trace_bbrx_round(sk, &r);
 }
 

@@ -597,6 +597,7 @@ static void b3_trace_round_end(struct sock *sk, u32 delivered, u32 lost,
 		.ce = ce,
 	};
 
+	bbrx_trace_round_fill(sk, &r);
 	trace_bbrx3_round(sk, &r);
 }
 

@@ -29,14 +29,6 @@
 
 #include "bbrx.h"
 
-#define BBRX_TRACE_MODES				\
-	{ 0, "STARTUP" }, { 1, "DRAIN" },		\
-	{ 2, "PROBE_BW" }, { 3, "PROBE_RTT" }
-
-#define BBRX3_TRACE_PHASES				\
-	{ 0, "DOWN" }, { 1, "CRUISE" },			\
-	{ 2, "REFILL" }, { 3, "UP" }
-
 TRACE_DEFINE_ENUM(BBRX_TRACE_CORKED);
 TRACE_DEFINE_ENUM(BBRX_TRACE_DECLINED);
 TRACE_DEFINE_ENUM(BBRX_TRACE_SINGLE_SKB);
@@ -46,107 +38,98 @@ TRACE_DEFINE_ENUM(BBRX_TRACE_GROWN);
 TRACE_DEFINE_ENUM(BBRX_TRACE_PUSH_MARKED);
 TRACE_DEFINE_ENUM(BBRX_TRACE_PUSH_SUPPRESSED);
 
-#define BBRX_TRACE_DECISIONS					\
-	{ BBRX_TRACE_CORKED, "corked" },			\
-	{ BBRX_TRACE_DECLINED, "declined" },			\
-	{ BBRX_TRACE_SINGLE_SKB, "single_skb" },		\
-	{ BBRX_TRACE_WITHHELD, "withheld" },			\
-	{ BBRX_TRACE_SIZED, "sized" },				\
-	{ BBRX_TRACE_GROWN, "grown" },				\
-	{ BBRX_TRACE_PUSH_MARKED, "push_marked" },		\
-	{ BBRX_TRACE_PUSH_SUPPRESSED, "suppressed" }
-
 /*
- * Round fields: bw and pacing_rate in bytes/s, min_rtt in usec, cwnd and
- * inflight_hi/lo in packets (0: no bound; bbrx has none), gains in 1/256,
+ * Round fields (struct bbrx_trace_round, filled by bbrx_trace_round_fill()):
+ * bw and pacing_rate in bytes/s, min_rtt in usec, cwnd and inflight_hi/lo
+ * in packets (0: no bound; bbrx has none), gains in 1/256,
  * delivered/lost/ce in packets during the round that just ended, and
  * loss_pm/ce_pm the round's loss rate (lost / (delivered + lost)) and CE
  * fraction (ce / delivered) in per-mille, as bbrx3 compares them with its
  * thresholds.
  */
 DECLARE_EVENT_CLASS(bbrx_round_class,
-	TP_PROTO(const struct sock *sk, const struct bbrx_trace_round *r),
-	TP_ARGS(sk, r),
-
-	TP_STRUCT__entry(
-		__field(const void *, skaddr)
-		__field(u32, netns)
-		__field(u16, sport)
-		__field(u16, dport)
-		__field(u8, mode)
-		__field(u8, phase)
-		__field(u64, bw)
-		__field(u64, pacing_rate)
-		__field(u32, min_rtt_us)
-		__field(u32, cwnd)
-		__field(u32, pacing_gain)
-		__field(u32, cwnd_gain)
-		__field(u32, inflight_hi)
-		__field(u32, inflight_lo)
-		__field(u32, delivered)
-		__field(u32, lost)
-		__field(u32, ce)
-		__field(u32, loss_pm)
-		__field(u32, ce_pm)
-	),
-
-	TP_fast_assign(
-		const struct tcp_sock *tp = tcp_sk(sk);
-		u64 tot = (u64)r->delivered + r->lost;
-
-		__entry->skaddr = sk;
-		__entry->netns = sock_net(sk)->ns.inum;
-		__entry->sport = ntohs(inet_sk(sk)->inet_sport);
-		__entry->dport = ntohs(inet_sk(sk)->inet_dport);
-		__entry->mode = r->mode;
-		__entry->phase = r->phase;
-		__entry->bw = ((u64)r->bw * tp->mss_cache * USEC_PER_SEC) >>
-			      BBRX_BW_SCALE;
-		__entry->pacing_rate = READ_ONCE(sk->sk_pacing_rate);
-		__entry->min_rtt_us = r->min_rtt_us;
-		__entry->cwnd = tcp_snd_cwnd(tp);
-		__entry->pacing_gain = r->pacing_gain;
-		__entry->cwnd_gain = r->cwnd_gain;
-		__entry->inflight_hi = r->inflight_hi;
-		__entry->inflight_lo = r->inflight_lo;
-		__entry->delivered = r->delivered;
-		__entry->lost = r->lost;
-		__entry->ce = r->ce;
-		__entry->loss_pm = tot ? div64_u64((u64)r->lost * 1000, tot) : 0;
-		__entry->ce_pm = r->delivered ?
-			div_u64((u64)r->ce * 1000, r->delivered) : 0;
-	),
-
-	TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%u bw=%llu pacing_rate=%llu min_rtt_us=%u cwnd=%u pacing_gain=%u cwnd_gain=%u inflight_hi=%u inflight_lo=%u delivered=%u lost=%u ce=%u loss_pm=%u ce_pm=%u",
-		  __entry->netns, __entry->sport, __entry->dport,
-		  __print_symbolic(__entry->mode, BBRX_TRACE_MODES),
-		  __entry->phase, __entry->bw, __entry->pacing_rate,
-		  __entry->min_rtt_us, __entry->cwnd, __entry->pacing_gain,
-		  __entry->cwnd_gain, __entry->inflight_hi, __entry->inflight_lo,
-		  __entry->delivered, __entry->lost, __entry->ce,
-		  __entry->loss_pm, __entry->ce_pm)
+		    TP_PROTO(const struct sock *sk,
+			     const struct bbrx_trace_round *r),
+		    TP_ARGS(sk, r),
+		    TP_STRUCT__entry(__field(const void *, skaddr)
+				     __field(u32, netns)
+				     __field(u16, sport)
+				     __field(u16, dport)
+				     __field(u8, mode)
+				     __field(u8, phase)
+				     __field(u64, bw)
+				     __field(u64, pacing_rate)
+				     __field(u32, min_rtt_us)
+				     __field(u32, cwnd)
+				     __field(u32, pacing_gain)
+				     __field(u32, cwnd_gain)
+				     __field(u32, inflight_hi)
+				     __field(u32, inflight_lo)
+				     __field(u32, delivered)
+				     __field(u32, lost)
+				     __field(u32, ce)
+				     __field(u32, loss_pm)
+				     __field(u32, ce_pm)),
+		    TP_fast_assign(__entry->skaddr = sk;
+				   __entry->netns = r->netns;
+				   __entry->sport = r->sport;
+				   __entry->dport = r->dport;
+				   __entry->mode = r->mode;
+				   __entry->phase = r->phase;
+				   __entry->bw = r->bw_bytes;
+				   __entry->pacing_rate = r->pacing_rate;
+				   __entry->min_rtt_us = r->min_rtt_us;
+				   __entry->cwnd = r->cwnd;
+				   __entry->pacing_gain = r->pacing_gain;
+				   __entry->cwnd_gain = r->cwnd_gain;
+				   __entry->inflight_hi = r->inflight_hi;
+				   __entry->inflight_lo = r->inflight_lo;
+				   __entry->delivered = r->delivered;
+				   __entry->lost = r->lost;
+				   __entry->ce = r->ce;
+				   __entry->loss_pm = r->loss_pm;
+				   __entry->ce_pm = r->ce_pm;),
+		    TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%u bw=%llu pacing_rate=%llu min_rtt_us=%u cwnd=%u pacing_gain=%u cwnd_gain=%u inflight_hi=%u inflight_lo=%u delivered=%u lost=%u ce=%u loss_pm=%u ce_pm=%u",
+			      __entry->netns, __entry->sport, __entry->dport,
+			      __print_symbolic(__entry->mode,
+					       { 0, "STARTUP" }, { 1, "DRAIN" },
+					       { 2, "PROBE_BW" },
+					       { 3, "PROBE_RTT" }),
+			      __entry->phase, __entry->bw, __entry->pacing_rate,
+			      __entry->min_rtt_us, __entry->cwnd,
+			      __entry->pacing_gain, __entry->cwnd_gain,
+			      __entry->inflight_hi, __entry->inflight_lo,
+			      __entry->delivered, __entry->lost, __entry->ce,
+			      __entry->loss_pm, __entry->ce_pm)
 );
 
 /* bbrx: phase is PROBE_BW's cycle index, 0 = probe up, 1 = down. */
 DEFINE_EVENT(bbrx_round_class, bbrx_round,
-	TP_PROTO(const struct sock *sk, const struct bbrx_trace_round *r),
-	TP_ARGS(sk, r)
+	     TP_PROTO(const struct sock *sk,
+		      const struct bbrx_trace_round *r),
+	     TP_ARGS(sk, r)
 );
 
 /* bbrx3: phase is PROBE_BW's state, printed by name. */
 DEFINE_EVENT_PRINT(bbrx_round_class, bbrx3_round,
-	TP_PROTO(const struct sock *sk, const struct bbrx_trace_round *r),
-	TP_ARGS(sk, r),
-
-	TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%s bw=%llu pacing_rate=%llu min_rtt_us=%u cwnd=%u pacing_gain=%u cwnd_gain=%u inflight_hi=%u inflight_lo=%u delivered=%u lost=%u ce=%u loss_pm=%u ce_pm=%u",
-		  __entry->netns, __entry->sport, __entry->dport,
-		  __print_symbolic(__entry->mode, BBRX_TRACE_MODES),
-		  __print_symbolic(__entry->phase, BBRX3_TRACE_PHASES),
-		  __entry->bw, __entry->pacing_rate,
-		  __entry->min_rtt_us, __entry->cwnd, __entry->pacing_gain,
-		  __entry->cwnd_gain, __entry->inflight_hi, __entry->inflight_lo,
-		  __entry->delivered, __entry->lost, __entry->ce,
-		  __entry->loss_pm, __entry->ce_pm)
+		   TP_PROTO(const struct sock *sk,
+			    const struct bbrx_trace_round *r),
+		   TP_ARGS(sk, r),
+		   TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%s bw=%llu pacing_rate=%llu min_rtt_us=%u cwnd=%u pacing_gain=%u cwnd_gain=%u inflight_hi=%u inflight_lo=%u delivered=%u lost=%u ce=%u loss_pm=%u ce_pm=%u",
+			     __entry->netns, __entry->sport, __entry->dport,
+			     __print_symbolic(__entry->mode,
+					      { 0, "STARTUP" }, { 1, "DRAIN" },
+					      { 2, "PROBE_BW" },
+					      { 3, "PROBE_RTT" }),
+			     __print_symbolic(__entry->phase,
+					      { 0, "DOWN" }, { 1, "CRUISE" },
+					      { 2, "REFILL" }, { 3, "UP" }),
+			     __entry->bw, __entry->pacing_rate,
+			     __entry->min_rtt_us, __entry->cwnd,
+			     __entry->pacing_gain, __entry->cwnd_gain,
+			     __entry->inflight_hi, __entry->inflight_lo,
+			     __entry->delivered, __entry->lost, __entry->ce,
+			     __entry->loss_pm, __entry->ce_pm)
 );
 
 /*
@@ -156,54 +139,60 @@ DEFINE_EVENT_PRINT(bbrx_round_class, bbrx3_round,
  * new sk_rcvbuf (bytes), delack the receiver's rcv_mss (bytes).
  */
 DECLARE_EVENT_CLASS(bbrx_hook_class,
-	TP_PROTO(const struct sock *sk, int policy, int decision, u32 value),
-	TP_ARGS(sk, policy, decision, value),
-
-	TP_STRUCT__entry(
-		__field(const void *, skaddr)
-		__field(u32, netns)
-		__field(u16, sport)
-		__field(u16, dport)
-		__field(int, policy)
-		__field(int, decision)
-		__field(u32, value)
-	),
-
-	TP_fast_assign(
-		__entry->skaddr = sk;
-		__entry->netns = sock_net(sk)->ns.inum;
-		__entry->sport = ntohs(inet_sk(sk)->inet_sport);
-		__entry->dport = ntohs(inet_sk(sk)->inet_dport);
-		__entry->policy = policy;
-		__entry->decision = decision;
-		__entry->value = value;
-	),
-
-	TP_printk("netns=%u sport=%u dport=%u policy=%d decision=%s value=%u",
-		  __entry->netns, __entry->sport, __entry->dport,
-		  __entry->policy,
-		  __print_symbolic(__entry->decision, BBRX_TRACE_DECISIONS),
-		  __entry->value)
+		    TP_PROTO(const struct sock *sk, int policy, int decision,
+			     u32 value),
+		    TP_ARGS(sk, policy, decision, value),
+		    TP_STRUCT__entry(__field(const void *, skaddr)
+				     __field(u32, netns)
+				     __field(u16, sport)
+				     __field(u16, dport)
+				     __field(int, policy)
+				     __field(int, decision)
+				     __field(u32, value)),
+		    TP_fast_assign(__entry->skaddr = sk;
+				   __entry->netns = sock_net(sk)->ns.inum;
+				   __entry->sport = ntohs(inet_sk(sk)->inet_sport);
+				   __entry->dport = ntohs(inet_sk(sk)->inet_dport);
+				   __entry->policy = policy;
+				   __entry->decision = decision;
+				   __entry->value = value;),
+		    TP_printk("netns=%u sport=%u dport=%u policy=%d decision=%s value=%u",
+			      __entry->netns, __entry->sport, __entry->dport,
+			      __entry->policy,
+			      __print_symbolic(__entry->decision,
+					       { BBRX_TRACE_CORKED, "corked" },
+					       { BBRX_TRACE_DECLINED, "declined" },
+					       { BBRX_TRACE_SINGLE_SKB, "single_skb" },
+					       { BBRX_TRACE_WITHHELD, "withheld" },
+					       { BBRX_TRACE_SIZED, "sized" },
+					       { BBRX_TRACE_GROWN, "grown" },
+					       { BBRX_TRACE_PUSH_MARKED, "push_marked" },
+					       { BBRX_TRACE_PUSH_SUPPRESSED, "suppressed" }),
+			      __entry->value)
 );
 
 DEFINE_EVENT(bbrx_hook_class, bbrx_autocork,
-	TP_PROTO(const struct sock *sk, int policy, int decision, u32 value),
-	TP_ARGS(sk, policy, decision, value)
+	     TP_PROTO(const struct sock *sk, int policy, int decision,
+		      u32 value),
+	     TP_ARGS(sk, policy, decision, value)
 );
 
 DEFINE_EVENT(bbrx_hook_class, bbrx_tsq,
-	TP_PROTO(const struct sock *sk, int policy, int decision, u32 value),
-	TP_ARGS(sk, policy, decision, value)
+	     TP_PROTO(const struct sock *sk, int policy, int decision,
+		      u32 value),
+	     TP_ARGS(sk, policy, decision, value)
 );
 
 DEFINE_EVENT(bbrx_hook_class, bbrx_rcvbuf,
-	TP_PROTO(const struct sock *sk, int policy, int decision, u32 value),
-	TP_ARGS(sk, policy, decision, value)
+	     TP_PROTO(const struct sock *sk, int policy, int decision,
+		      u32 value),
+	     TP_ARGS(sk, policy, decision, value)
 );
 
 DEFINE_EVENT(bbrx_hook_class, bbrx_delack,
-	TP_PROTO(const struct sock *sk, int policy, int decision, u32 value),
-	TP_ARGS(sk, policy, decision, value)
+	     TP_PROTO(const struct sock *sk, int policy, int decision,
+		      u32 value),
+	     TP_ARGS(sk, policy, decision, value)
 );
 
 #endif /* _BBRX_TRACE_H */

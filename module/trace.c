@@ -7,6 +7,31 @@
 #include "bbrx_trace.h"
 
 /**
+ * bbrx_trace_round_fill() - complete a round for its trace event
+ * @sk: the flow's socket
+ * @r: the round, with the model's fields (mode .. ce) set
+ *
+ * Sets the socket's identity (netns inode, ports), cwnd and pacing_rate,
+ * bw in bytes/s and the round's loss and CE fractions in per-mille. Called
+ * only while bbrx_round or bbrx3_round is enabled.
+ */
+void bbrx_trace_round_fill(const struct sock *sk, struct bbrx_trace_round *r)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	u64 tot = (u64)r->delivered + r->lost;
+
+	r->netns = sock_net(sk)->ns.inum;
+	r->sport = ntohs(inet_sk(sk)->inet_sport);
+	r->dport = ntohs(inet_sk(sk)->inet_dport);
+	r->cwnd = tcp_snd_cwnd(tp);
+	r->pacing_rate = READ_ONCE(sk->sk_pacing_rate);
+	r->bw_bytes = ((u64)r->bw * tp->mss_cache * USEC_PER_SEC) >>
+		      BBRX_BW_SCALE;
+	r->loss_pm = tot ? div64_u64((u64)r->lost * 1000, tot) : 0;
+	r->ce_pm = r->delivered ? div_u64((u64)r->ce * 1000, r->delivered) : 0;
+}
+
+/**
  * bbrx_trace_hook() - emit the trace event of one hook decision
  * @sk: the socket the decision was taken for
  * @hook: the hook (its event: bbrx_autocork, bbrx_tsq, bbrx_rcvbuf for

@@ -175,17 +175,20 @@ check-compile: deps
 # sysctl, the bottleneck A/B, refusal, unload under traffic, and one
 # behaviour test per hook (hook_rcvbuf at 0 ms, SMOKE_ENV, plus its
 # scope-0 case at 50 ms: the initial-buffer check reads the first RTT,
-# which must be 0). SMOKE_ENV also unloads 10 times under traffic instead
+# which must be 0). SMOKE_ENV also unloads 5 times under traffic instead
 # of 20: the flavours run the cloud kernel's code, the full runs are there.
 SMOKE_TESTS := bbrx_load.sh bbrx_sysctl.sh bbrx_bottleneck.sh hook_refusal.sh \
 	       hook_unload.sh hook_autocork_semantics.sh hook_tsq.sh \
 	       hook_rcvbuf.sh hook_delack.sh
-SMOKE_ENV := BBRX_RCVBUF_RTTS=0 BBRX_UNLOAD_CYCLES=10
+SMOKE_ENV := BBRX_RCVBUF_RTTS=0 BBRX_UNLOAD_CYCLES=5
 # The other full kernels (6.12) run every test, with two repetition counts
 # of the default kernel's run halved to keep make check under CI's limit:
 # 10 unload cycles under traffic, 3 autocork rate runs per mode (a retry
-# adds BBRX_AC_EXTRA_REPS). check-full sets the full counts (20, 5).
-FULL_LANE_ENV := BBRX_UNLOAD_CYCLES=$${BBRX_UNLOAD_CYCLES:-10} BBRX_AC_REPS=$${BBRX_AC_REPS:-3}
+# adds BBRX_AC_EXTRA_REPS), and hook_rcvbuf in the smoke lanes' form (0 ms,
+# plus its scope-0 case at 50 ms). check-full sets the full forms (20, 5,
+# six RTTs).
+FULL_LANE_ENV := BBRX_UNLOAD_CYCLES=$${BBRX_UNLOAD_CYCLES:-10} BBRX_AC_REPS=$${BBRX_AC_REPS:-3} \
+		 BBRX_RCVBUF_RTTS="$${BBRX_RCVBUF_RTTS:-0}"
 # Tests a full lane leaves out, as NAME:TEST, each a README "Known problems"
 # entry (none at present).
 LANE_SKIP :=

@@ -17,7 +17,7 @@
 # (BBRX_POLICER_REPS, default 2), one bbrx flow of BBRX_POLICER_SECS (10) each:
 #	lt_bw 1   the kernel's rule (default)
 #	lt_bw 0   no long-term sampling (bbrx before 2026-12-01)
-# plus, with BBRX_POLICER_MODES=${BBRX_POLICER_MODES:-"lt1 lt0"} (make check-full), one
+# plus, with BBRX_POLICER_MODES="lt1 lt0 bbr cubic" (make check-full), one
 # in-tree bbr and one cubic flow per repetition for reference.
 # Asserts: LtBwUsed moves in every lt_bw 1 flow and never with lt_bw 0 (the
 # mechanism); the median retransmits with lt_bw 1 are not above those with
@@ -36,7 +36,7 @@ REPS=${BBRX_POLICER_REPS:-2}
 POLICE_RATE=20		# Mbit/s
 POLICE_BURST=65536	# bytes
 RTT=40			# ms
-MODES="lt1 lt0 bbr cubic"
+MODES=${BBRX_POLICER_MODES:-"lt1 lt0"}
 declare -A GP RTX LT
 
 police_setup()

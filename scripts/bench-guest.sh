@@ -396,20 +396,17 @@ write_meta()
 		--arg arms "$(bench_arms "$SCEN")" --arg netifs "${NETIFS_USED:-veth}" \
 		--arg hooks "$(cat /proc/net/bbrx_hooks 2>/dev/null)" \
 		--arg setup "$(printf '%s\n' "${SETUP[@]}")" --argjson fails "$FAILS" \
-		--argjson dmesg_bad "${bad:-0}" --arg cal "${CPU_CAL_MS:-}" '
+		--argjson dmesg_bad "${bad:-0}" '
 		{scenario: $scen, title: $title, kernel: $kernel, date: $date,
 		 quick: $quick, reps: $reps, secs: $secs,
 		 groups: ($groups | split(" ")), arms: ($arms | split(" ")),
 		 sender_hop: $netifs, hooks: ($hooks | split("\n") | map(select(length > 0))),
 		 setup: ($setup | split("\n") | map(select(length > 0))),
-		 failed_runs: $fails, dmesg_warnings: $dmesg_bad,
-		 cpu_calibration_ms: ($cal | tonumber? // null)}' >"$OUT/meta.json"
+		 failed_runs: $fails, dmesg_warnings: $dmesg_bad}' >"$OUT/meta.json"
 }
 
 require_command iperf3 jq tc ss ip ping
 load_module "$@"
-# A record of the guest's speed, where there is time for it.
-((BENCH_QUICK)) || cpu_calibrate >&2
 for s in "$@"; do
 	scenario_init "$s"
 	if ! setup; then

@@ -68,7 +68,6 @@ measure()
 measure_retry()
 {
 	if ((TEST_ATTEMPT > 0)); then
-		cpu_calibrate
 		measure "bbr bbrx"
 	fi
 }
@@ -122,7 +121,6 @@ bbrx_counters()
 
 require_command iperf3 jq tc ss ping
 require_bbrx
-cpu_calibrate
 require_topo
 require_qdisc tbf netem
 iperf3_server_start || exit 1

@@ -175,7 +175,6 @@ measure()
 measure_retry()
 {
 	if ((TEST_ATTEMPT > 0)); then
-		cpu_calibrate
 		measure main
 	fi
 }
@@ -297,7 +296,6 @@ gso_goal_cap_small_mss()
 
 require_command iperf3 jq ss ip
 require_bbrx
-cpu_calibrate
 require_topo
 iperf3_server_start || exit 1
 

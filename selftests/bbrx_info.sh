@@ -84,7 +84,6 @@ info_cwnd()
 
 require_command iperf3 jq tc ss
 require_bbrx
-cpu_calibrate
 require_topo
 require_qdisc tbf netem
 iperf3_server_start || exit 1

@@ -85,7 +85,6 @@ ipv6_flow()
 
 require_command iperf3 jq tc ss
 require_bbrx
-cpu_calibrate
 require_helper
 require_topo
 require_qdisc tbf netem

@@ -277,7 +277,6 @@ require_bbrx
 require_helper
 [[ -x $LIB_DIR/tcp_write_pattern ]] ||
 	ksft_exit_skip "tcp_write_pattern not built (run make -C selftests on the host)"
-cpu_calibrate
 require_topo
 require_qdisc tbf netem htb
 iperf3_server_start || exit 1

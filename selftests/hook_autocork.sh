@@ -268,7 +268,6 @@ NETIFS=
 require_topo
 iperf3_server_start || exit 1
 
-cpu_calibrate
 measure
 tests_run
 bbrx_sysctl_set "$SND" autocork 0

@@ -172,7 +172,6 @@ require_hooks $ALL_HOOKS
 require_topo
 iperf3_server_start || exit 1
 
-cpu_calibrate
 if [[ ${VM_ICOUNT:-0} != 1 ]]; then
 	log_info "the clock is wall time, not instructions (VM_ICOUNT=${VM_ICOUNT:-unset}): the 3%/5% bounds are within the spread of CPU-bound flows here; make check runs this test under scripts/vm-run --icount"
 fi

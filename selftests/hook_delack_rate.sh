@@ -204,7 +204,6 @@ METRICS=$SENDER_METRICS
 log_info "sender tcp_metrics: $METRICS"
 bbrx_sysctl_set "$RCV" scope 1 || SET_FAILS+=" scope"
 
-cpu_calibrate
 measure
 tests_run
 bbrx_sysctl_set "$RCV" delack 0

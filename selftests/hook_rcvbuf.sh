@@ -488,7 +488,6 @@ for ((i = 0; i < 50; i++)); do
 	sleep 0.1
 done
 
-cpu_calibrate
 measure
 tests_run
 bbrx_sysctl_set "$RCV" rcvbuf 0

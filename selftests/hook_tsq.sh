@@ -142,7 +142,6 @@ measure()
 measure_retry()
 {
 	if ((TEST_ATTEMPT > 0)); then
-		cpu_calibrate
 		tsq_reps
 	fi
 }
@@ -242,7 +241,6 @@ require_qdisc tbf
 require_topo
 iperf3_server_start || exit 1
 
-cpu_calibrate
 measure
 tests_run
 bbrx_sysctl_set "$SND" scope 0

@@ -290,7 +290,6 @@ tests_run()
 		LOG_DRY=0
 	done
 	TEST_ATTEMPT=0
-	[[ -n ${CPU_CAL_MS:-} ]] && cpu_calibrate " (end)"
 	dmesg_check
 }
 
@@ -310,20 +309,6 @@ tests_done()
 		EXIT_STATUS=$ksft_skip
 	fi
 	return $EXIT_STATUS
-}
-
-# cpu_calibrate: log how long 200k shell loop iterations take (a record of
-# the guest's speed; under TCG about 5 s on the reference host, and it did
-# not clearly separate runs with another VM on the host from idle ones).
-cpu_calibrate()
-{
-	local t0 t1 i
-
-	t0=$EPOCHREALTIME
-	for ((i = 0; i < 200000; i++)); do :; done
-	t1=$EPOCHREALTIME
-	CPU_CAL_MS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", (b - a) * 1000 }')
-	log_info "cpu calibration: 200k shell iterations in $CPU_CAL_MS ms$1"
 }
 
 ##############################################################################

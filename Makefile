@@ -6,14 +6,18 @@
 #   make install         modules_install (runs depmod) + modprobe.d hook (root)
 #   make load / unload   insmod / rmmod the built module on this host
 #   make demo            build for the VM kernel, boot it, print a comparison
-#   make check           style, sparse, W=1, DKMS, builds against every
-#                        pinned kernel (scripts/kernels.conf), the quick
-#                        bench (check-bench), the selftests on the other
-#                        booted kernels (check-lanes: all of them on 6.12,
-#                        a smoke subset on generic and rt 6.1), all
-#                        selftests in the VM
-#   make check-full      make check with the stress tests' full counts and
-#                        the long statistical repetitions (about 1 h more)
+#   make check           what CI runs (scripts/check): version, checkpatch,
+#                        W=1 + sparse builds for every pinned kernel, DKMS,
+#                        the Debian package, a one-arm bench, and the
+#                        selftests scripts/lanes.conf puts in "check" (every
+#                        functional test on the default kernel, what each
+#                        other booted build adds); ends with a time table
+#   make check-full      every check-full target below, one after another
+#   make check-full-NAME the long forms on kernel NAME (lanes.conf "full"),
+#                        e.g. check-full-cloud-6.1, check-full-rt-6.1
+#   make check-stress-NAME  the stress tests' full counts on kernel NAME
+#   make check-scale     stress_scale with 1000 flows (out of reach under TCG)
+#   make check-full-bench   the QUICK bench, every scenario, checked for form
 #   make check-debug     the selftests on a KASAN/KFENCE/lockdep/kmemleak
 #                        kernel built once per machine (slow; not in check)
 #   make deb             the Debian package tcp-bbrx-dkms (DKMS source,
@@ -61,14 +65,21 @@ KVER ?=
 VM_KVER = $(shell $(ROOT)/scripts/vm-kver $(KVER))
 VM_RUN = VM_KVER=$(VM_KVER) $(ROOT)/scripts/vm-run
 VM_KDIR = /usr/src/linux-headers-$(VM_KVER)
-# Every other pinned build: compiled (W=1, sparse) by check-compile.
-OTHER_KVERS = $(filter-out $(VM_KVER),$(shell $(ROOT)/scripts/vm-kver --list | cut -d' ' -f2))
 CACHE := $(ROOT)/.cache
+# The module scripts/build-kernels builds for the VM's kernel (check-bench,
+# check-cost): rebuilt when a source changes.
+VM_NAME = $(shell $(ROOT)/scripts/vm-kver --name $(KVER))
+VM_KO = $(CACHE)/build/$(VM_NAME)/tcp_bbrx.ko
+MODULE_SRCS := $(ROOT)/Kbuild $(wildcard $(ROOT)/module/* $(ROOT)/include/*.h $(ROOT)/include/*/*.h)
 KBUILD_OPTS := W=1
 
 .PHONY: all modules clean install load unload deps update-kernels vm-build demo check \
 	check-style check-sparse check-dkms check-compile check-lanes check-version check-debug \
-	bench check-bench check-fidelity check-cost deb check-deb check-full
+	bench check-bench check-fidelity check-cost deb check-deb check-full check-scale \
+	check-full-bench
+
+$(CACHE)/build/%/tcp_bbrx.ko: $(MODULE_SRCS)
+	$(ROOT)/scripts/build-kernels $*
 
 all: modules
 
@@ -114,10 +125,19 @@ bench: vm-build
 	VM_KVER=$(VM_KVER) $(ROOT)/scripts/bench
 
 # The quickest bench once, into the cache (results/ keeps the last real
-# run), then its report and plots checked for form, not numbers.
+# run), then its report and plots checked for form, not numbers. make check
+# runs the one-arm form, check-full-bench every QUICK scenario.
 BENCH_CHECK_DIR := $(CACHE)/bench-check
-check-bench: vm-build
-	VM_KVER=$(VM_KVER) QUICK=1 BENCH_RESULTS=$(BENCH_CHECK_DIR) $(ROOT)/scripts/bench || \
+BENCH_ENV = VM_KVER=$(VM_KVER) VM_KO=$(VM_KO) BENCH_RESULTS=$(BENCH_CHECK_DIR)
+check-bench: deps $(VM_KO)
+	$(MAKE) -s -C $(ROOT)/selftests helpers
+	$(BENCH_ENV) QUICK=1 $(ROOT)/scripts/bench || \
+		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
+	$(ROOT)/scripts/bench-check $(BENCH_CHECK_DIR)
+
+check-full-bench: deps $(VM_KO)
+	$(MAKE) -s -C $(ROOT)/selftests helpers
+	$(BENCH_ENV) QUICK=1 $(ROOT)/scripts/bench || \
 		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
 	$(ROOT)/scripts/bench-check $(BENCH_CHECK_DIR)
 
@@ -125,8 +145,9 @@ check-bench: vm-build
 # cache; scripts/bench-fidelity asserts that bbrx's runs and bbr's overlap
 # on every metric (about 13 minutes; part of check-full).
 FIDELITY_DIR := $(CACHE)/fidelity
-check-fidelity: vm-build
-	VM_KVER=$(VM_KVER) BENCH_RESULTS=$(FIDELITY_DIR) $(ROOT)/scripts/bench fidelity || \
+check-fidelity: deps $(VM_KO)
+	$(MAKE) -s -C $(ROOT)/selftests helpers
+	VM_KVER=$(VM_KVER) VM_KO=$(VM_KO) BENCH_RESULTS=$(FIDELITY_DIR) $(ROOT)/scripts/bench fidelity || \
 		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
 	$(ROOT)/scripts/bench-fidelity $(FIDELITY_DIR)
 
@@ -137,10 +158,10 @@ check-version:
 check-style: deps
 	$(ROOT)/scripts/checkpatch.sh
 
-check-sparse: deps
-	$(MAKE) -C $(VM_KDIR) M=$(ROOT) W=1 C=2 modules 2>&1 | tee $(CACHE)/sparse.log
-	@! grep -E 'warning:|error:' $(CACHE)/sparse.log || \
-		{ echo "bbrx: sparse or W=1 warnings (above)" >&2; exit 1; }
+# W=1 and sparse for every pinned kernel, each built once in parallel into
+# .cache/build/NAME (scripts/build-kernels); the VM lanes boot those.
+check-sparse check-compile: deps
+	$(ROOT)/scripts/build-kernels
 
 check-dkms: deps check-version
 	$(ROOT)/scripts/dkms-check.sh $(VM_KVER)
@@ -156,56 +177,17 @@ deb: deps check-version
 check-deb: deb
 	$(ROOT)/scripts/deb-check.sh $(DEB_DIR)/tcp-bbrx-dkms_$(VERSION)_all.deb
 
-# W=1 and sparse against the headers of every other pinned build, each in a
-# staged copy (the tree's tcp_bbrx.ko stays the VM kernel's).
-check-compile: deps
-	@for k in $(OTHER_KVERS); do \
-		d=$(CACHE)/compile-$$k; rm -rf $$d && mkdir -p $$d && \
-		cp -r $(ROOT)/Kbuild $(ROOT)/module $(ROOT)/include $$d/ && \
-		echo "bbrx: building against $$k" && \
-		$(MAKE) -C /usr/src/linux-headers-$$k M=$$d W=1 C=2 modules >$$d.log 2>&1; \
-		rc=$$?; cat $$d.log; \
-		if [ $$rc -ne 0 ] || grep -E 'warning:|error:' $$d.log; then \
-			echo "bbrx: build against $$k failed or warned" >&2; exit 1; fi; \
-	done
-
-# The other booted kernels (scripts/kernels.conf, scripts/lane.sh), before
-# the main run so that its summary stays last: the whole suite on each other
-# "full" kernel, SMOKE_TESTS on each "smoke" one. The smoke subset: load,
-# sysctl, the bottleneck A/B, refusal, unload under traffic, and one
-# behaviour test per hook (hook_rcvbuf at 0 ms, SMOKE_ENV, plus its
-# scope-0 case at 50 ms: the initial-buffer check reads the first RTT,
-# which must be 0). SMOKE_ENV also unloads 5 times under traffic instead
-# of 20: the flavours run the cloud kernel's code, the full runs are there.
-SMOKE_TESTS := bbrx_load.sh bbrx_sysctl.sh bbrx_bottleneck.sh hook_refusal.sh \
-	       hook_unload.sh hook_autocork_semantics.sh hook_tsq.sh \
-	       hook_rcvbuf.sh hook_delack.sh
-SMOKE_ENV := BBRX_RCVBUF_RTTS=0 BBRX_UNLOAD_CYCLES=5
-# The other full kernels (6.12) run every test, with two repetition counts
-# of the default kernel's run halved to keep make check under CI's limit:
-# 10 unload cycles under traffic, 3 autocork rate runs per mode (a retry
-# adds BBRX_AC_EXTRA_REPS), and hook_rcvbuf in the smoke lanes' form (0 ms,
-# plus its scope-0 case at 50 ms). check-full sets the full forms (20, 5,
-# six RTTs).
-FULL_LANE_ENV := BBRX_UNLOAD_CYCLES=$${BBRX_UNLOAD_CYCLES:-10} BBRX_AC_REPS=$${BBRX_AC_REPS:-3} \
-		 BBRX_RCVBUF_RTTS="$${BBRX_RCVBUF_RTTS:-0}"
-# Tests a full lane leaves out, as NAME:TEST, each a README "Known problems"
-# entry (none at present).
-LANE_SKIP :=
-check-lanes: vm-build
-	@set -e; for nl in $$($(ROOT)/scripts/vm-kver --list boot | \
-			awk -v d=$(VM_KVER) '$$2 != d { print $$1 ":" $$3 }'); do \
-		skip=$$(for s in $(LANE_SKIP); do [ "$${s%%:*}" != "$${nl%:*}" ] || printf "%s " "$${s#*:}"; done); \
-		if [ "$${nl#*:}" = full ]; then LANE_SKIP="$$skip" $(FULL_LANE_ENV) $(ROOT)/scripts/lane.sh $${nl%:*} --all; \
-		else $(SMOKE_ENV) $(ROOT)/scripts/lane.sh $${nl%:*} $(SMOKE_TESTS); fi; \
-	done
+# The selftests of lanes.conf's "check" group on every booted kernel
+# (scripts/lanes; one test on one kernel: scripts/lanes check -k NAME -t TEST).
+check-lanes: deps
+	$(ROOT)/scripts/lanes check
 
 # The debug-kernel lane. scripts/debug-kernel.sh builds, once per machine
 # (cached outside the clone, BBRX_DEBUG_KERNEL_DIR), Debian's 6.1 with the
 # VM kernel's config plus KASAN, KFENCE, PROVE_LOCKING, DEBUG_ATOMIC_SLEEP,
 # DEBUG_OBJECTS and KMEMLEAK; bbrx and the selftests' test modules are built
 # for it in a staged copy (the tree's stay the cloud kernel's, as in
-# check-compile and lane.sh); the VM runs
+# scripts/build-kernels); the VM runs
 # DEBUG_TESTS with BBRX_FUNCTIONAL=1 (throughput ratios are logged, not
 # asserted: a debug kernel under TCG is far too slow for them) and then
 # debug_report.sh (kernel log and kmemleak). Hours with every test, so not
@@ -251,23 +233,30 @@ check-debug: deps
 		make run_debug DEBUG_TESTS="'$(DEBUG_TESTS)'"
 
 # hook_cost.sh in a VM whose clock counts instructions (selftests/Makefile,
-# TEST_PROGS_ICOUNT says why).
-check-cost: vm-build
-	$(VM_RUN) --icount --timeout 2400 -- KSFT_FAIL_ON_SKIP=1 make run_icount
+# TEST_PROGS_ICOUNT says why); part of check-full.
+check-cost: deps $(VM_KO)
+	$(MAKE) -s -C $(ROOT)/selftests helpers
+	VM_KO=$(VM_KO) $(VM_RUN) --icount --timeout 2400 -- \
+		BBRX_COST_REPS=$${BBRX_COST_REPS:-5} KSFT_FAIL_ON_SKIP=1 make run_icount
 
-# make check with the long statistical forms: the stress tests' full counts,
-# hook_rcvbuf's six RTTs, hook_cost's five repetitions, bbrx3's paths and
-# ECN tests with cubic and 5 repetitions, bbrx_policer with in-tree bbr and
-# cubic beside lt_bw 1 and 0 (vm-run passes BBRX_* into the guests).
-check-full: check-fidelity
-	BBRX_STRESS_FULL=1 BBRX_RCVBUF_RTTS="0 10 25 50 100 250" BBRX_COST_REPS=5 \
-		BBRX_BOTTLENECK_CCS="bbr bbrx cubic" BBRX_UNLOAD_CYCLES=20 BBRX_AC_REPS=5 \
-		BBRX3_PATHS_MODES="bbrx3 bbr cubic" BBRX3_PATHS_REPS=5 \
-		BBRX3_ECN_MODES="ecn1 ecn0 cubic" BBRX3_ECN_REPS=5 \
-		BBRX_POLICER_MODES="lt1 lt0 bbr cubic" \
-		$(MAKE) check
+# check-full: each target fits in CI's 90 minutes on its own (times in
+# docs/results/); run them one at a time on an idle host.
+FULL_KERNELS := $(shell $(ROOT)/scripts/vm-kver --list boot | cut -d' ' -f1)
+check-full-%: deps
+	$(ROOT)/scripts/build-kernels $*
+	$(ROOT)/scripts/lanes full -k $*
 
-# check-bench, check-cost and check-lanes before the selftests, so that their runner's
-# "N passed, N failed" line stays the last one.
-check: check-version check-style check-sparse check-dkms check-deb check-compile vm-build check-bench check-cost check-lanes
-	$(VM_RUN) -- KSFT_FAIL_ON_SKIP=1 make run_tests
+check-stress-%: deps
+	$(ROOT)/scripts/build-kernels $*
+	$(ROOT)/scripts/lanes stress -k $*
+
+check-scale: deps
+	$(ROOT)/scripts/build-kernels $(VM_NAME)
+	$(ROOT)/scripts/lanes scale
+
+check-full: $(addprefix check-full-,$(FULL_KERNELS)) check-stress-cloud-6.1 \
+	check-stress-cloud-6.12 check-full-bench check-fidelity check-cost
+
+# What CI runs (.ci/run): scripts/check, stage by stage, with a time table.
+check:
+	$(ROOT)/scripts/check

@@ -1,15 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Runs the kernel's checkpatch.pl (from Debian's linux-source-6.1 tarball,
-# extracted once into .cache/) in --strict mode on the module's sources and
+# extracted once into $BBRX_CACHE, outside the clone, keyed by the
+# tarball's size and time) in --strict mode on the module's sources and
 # the kernel module the selftests build (selftests/klp_tcp_push/).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cache=$root/.cache/checkpatch
 # The tarball scripts/deps.sh installs, whatever other linux-source
 # packages the machine has (checkpatch's checks change between versions).
 tarball=/usr/src/linux-source-6.1.tar.xz
 [ -e "$tarball" ] || tarball=
+key=none
+[ -z "$tarball" ] || key=$(stat -c '%s-%Y' "$tarball")
+cache=${BBRX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bbrx}/checkpatch-$key
 
 if [ ! -x "$cache/scripts/checkpatch.pl" ]; then
 	[ -n "$tarball" ] || { echo "checkpatch: no /usr/src/linux-source-*.tar.xz (scripts/deps.sh installs it)" >&2; exit 1; }

@@ -10,7 +10,8 @@
 #                                     fresh topology)
 #
 # Environment (vm-run passes BBRX_*):
-#   BBRX_BENCH_QUICK  1 = the short matrix (bench-matrix.sh)
+#   BBRX_BENCH_QUICK  0 the full matrix, 1 the short one, 2 the smoke form
+#                     (bench-matrix.sh)
 #   BBRX_BENCH_REPS   repetitions per arm (default 3)
 #   BBRX_BENCH_ARMS   only these arms (scripts/bench's ARMS)
 #   BBRX_BENCH_STEP   number of this scenario's first step in the whole run,
@@ -130,7 +131,8 @@ load_module()
 	done
 	# Hook-free scenarios load it with every hook disabled, so that their
 	# rows measure the congestion control alone (an installed redirect
-	# runs on every call of its target, also at policy 0).
+	# runs on every call of its target, also at policy 0); a boot that
+	# also runs hook scenarios (the smoke form's) installs theirs.
 	if ! bbrx_module_loaded; then
 		for h in $ALL_HOOKS; do
 			[[ " $need " == *" $h "* ]] || dis+="${dis:+,}$h"

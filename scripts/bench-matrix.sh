@@ -6,7 +6,13 @@
 # guest (scripts/bench-guest.sh, to run them), so both agree on what a step
 # is.  Definitions only: no side effects.
 #
-# Usage: BENCH_QUICK=0|1 BENCH_REPS=N [BENCH_ARMS="ARM..."] source bench-matrix.sh
+# Usage: BENCH_QUICK=0|1|2 BENCH_REPS=N [BENCH_ARMS="ARM..."] source bench-matrix.sh
+#
+# BENCH_QUICK selects the form: 0 the full matrix, 1 the short one (QUICK=1,
+# every scenario with fewer paths and arms), 2 the smoke form of `make check`
+# (QUICK=2: bench_scenarios' subset in one boot, one flow per arm, the fewest
+# arms that still fill every table, goal, plot and metric bench-check looks
+# at; it checks that the scripts work, its figures mean nothing).
 #
 # A scenario runs every group x every arm x BENCH_REPS repetitions; one
 # step is one flow (one pair of flows in "fair").  An arm is a congestion
@@ -24,19 +30,34 @@ BENCH_ARMS=${BENCH_ARMS:-}	# non-empty: only these arms
 
 # In the order they run; the hook-free scenarios first.
 BENCH_SCENARIOS="bottleneck shallow policer ecn gso2 fair fidelity autocork tsq rcvbuf delack"
+# The smoke form's: every plot's scenario (gso2, fair, tsq, rcvbuf, delack),
+# a goal table (fair), ping under load (bottleneck), each hook but autocork
+# (its setup, late_completion_setup, is hook_autocork.sh's).
+BENCH_SMOKE_SCENARIOS="bottleneck gso2 fair tsq rcvbuf delack"
+
+# bench_scenarios: the scenarios a run without a list runs.
+bench_scenarios()
+{
+	if ((BENCH_QUICK == 2)); then
+		echo "$BENCH_SMOKE_SCENARIOS"
+	else
+		echo "$BENCH_SCENARIOS"
+	fi
+}
 
 # bench_boots: the VM boots, one line each, the scenarios of a boot
 # separated by commas.  One scenario per boot in the full run, so that a
 # guest hang (README, "Known problems") costs one scenario; QUICK saves
 # boots: the hook-free scenarios together, autocork alone, the other hook
-# scenarios together.
+# scenarios together.  The smoke form boots once for whatever it runs (the
+# hook-free scenarios then run with the others' hooks installed).
 bench_boots()
 {
-	if ((BENCH_QUICK)); then
-		printf '%s\n' bottleneck,shallow,policer,ecn,gso2,fair,fidelity autocork tsq,rcvbuf,delack
-	else
-		echo "$BENCH_SCENARIOS" | tr ' ' '\n'
-	fi
+	case $BENCH_QUICK in
+	2) echo "${BENCH_SCENARIOS// /,}" ;;
+	1) printf '%s\n' bottleneck,shallow,policer,ecn,gso2,fair,fidelity autocork tsq,rcvbuf,delack ;;
+	*) echo "$BENCH_SCENARIOS" | tr ' ' '\n' ;;
+	esac
 }
 
 # bench_title SCEN: one line for progress and the report.
@@ -68,6 +89,7 @@ bench_groups()
 		# same boot.
 		fidelity) echo "police" ;;
 		autocork) echo "nodelay" ;;
+		# Two RTTs: the plot's line and the table's pivot.
 		rcvbuf) echo "0 50" ;;
 		*) echo "-" ;;
 		esac
@@ -97,6 +119,24 @@ bench_arms()
 		return
 	fi
 
+	# Smoke: the arms the goals compare (a goal without them reads "no
+	# data"), elsewhere one arm, bbrx with its policy or knobs set (the
+	# sysctl path; gso2's two at once).
+	if ((BENCH_QUICK == 2)); then
+		case $1 in
+		bottleneck) echo "bbrx" ;;
+		shallow|policer) echo "cubic bbr bbrx3" ;;
+		ecn) echo "bbrx3:bbrx3_ecn=1 bbrx3:bbrx3_ecn=0 cubic" ;;
+		gso2) echo "bbrx:gso_cap=1,extra_acked_gain=0" ;;
+		fair) echo "bbrx3+cubic bbrx3+bbrx3" ;;
+		fidelity) echo "bbr bbrx" ;;
+		autocork) echo "bbrx:autocork=1" ;;
+		tsq) echo "bbrx:tsq=1" ;;
+		rcvbuf) echo "bbrx:rcvbuf=1" ;;
+		delack) echo "bbrx:delack=1" ;;
+		esac
+		return
+	fi
 	# QUICK: the arms with two sysctls stand for those with one; shallow
 	# and policer run the arms their goals compare (bbrx runs on the
 	# same boot's bottleneck and fidelity paths).
@@ -127,9 +167,16 @@ bench_arms()
 # bench_secs SCEN: length of one flow.  Flows with ping need >= 4 s (ping
 # starts 2 s in, see flow_run); QUICK's shallow and policer flows are
 # shorter and go without it (their goals are retransmits and goodput).
+# Smoke flows are as short as still fills every field: ping's 1 s under
+# load after 2 s, gso2's cwnd samples after its first second.
 bench_secs()
 {
-	if ((BENCH_QUICK)); then
+	if ((BENCH_QUICK == 2)); then
+		case $1 in
+		bottleneck|ecn|fidelity) echo 3 ;;
+		*) echo 2 ;;
+		esac
+	elif ((BENCH_QUICK)); then
 		case $1 in
 		bottleneck|ecn|fidelity) echo 4 ;;
 		gso2|fair) echo 3 ;;

@@ -29,7 +29,8 @@
 #   KVER=NAME            any VM target on another pinned kernel, e.g.
 #                        make demo KVER=cloud-6.12
 #   make bench           build, boot the VM, run the benchmark matrix: results/
-#                        (QUICK=1 a short subset, REPS=N repetitions)
+#                        (QUICK=1 the short matrix, QUICK=2 the smoke form,
+#                        REPS=N repetitions)
 #   make check-fidelity  bbrx against in-tree bbr, 7 alternating runs each
 #                        on four paths; fails where bbrx's runs and bbr's do
 #                        not overlap (part of check-full)
@@ -129,18 +130,19 @@ bench: vm-build
 # runs the smoke form (QUICK=2: one boot, one short flow per arm, every
 # script path and plot), check-full-bench every QUICK=1 scenario.
 BENCH_CHECK_DIR := $(CACHE)/bench-check
-BENCH_ENV = VM_KVER=$(VM_KVER) VM_KO=$(VM_KO) BENCH_RESULTS=$(BENCH_CHECK_DIR)
+BENCH_ENV = VM_KVER=$(VM_KVER) VM_KO=$(VM_KO)
 check-bench: deps $(VM_KO)
 	$(MAKE) -s -C $(ROOT)/selftests helpers
-	$(BENCH_ENV) QUICK=2 $(ROOT)/scripts/bench || \
+	$(BENCH_ENV) BENCH_RESULTS=$(BENCH_CHECK_DIR) QUICK=2 $(ROOT)/scripts/bench || \
 		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
-	$(ROOT)/scripts/bench-check $(BENCH_CHECK_DIR)
+	QUICK=2 $(ROOT)/scripts/bench-check $(BENCH_CHECK_DIR)
 
+BENCH_FULL_DIR := $(CACHE)/bench-check-full
 check-full-bench: deps $(VM_KO)
 	$(MAKE) -s -C $(ROOT)/selftests helpers
-	$(BENCH_ENV) QUICK=1 $(ROOT)/scripts/bench || \
+	$(BENCH_ENV) BENCH_RESULTS=$(BENCH_FULL_DIR) QUICK=1 $(ROOT)/scripts/bench || \
 		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
-	$(ROOT)/scripts/bench-check $(BENCH_CHECK_DIR)
+	QUICK=1 $(ROOT)/scripts/bench-check $(BENCH_FULL_DIR)
 
 # bbrx against in-tree bbr, 7 alternating runs each on four paths, into the
 # cache; scripts/bench-fidelity asserts that bbrx's runs and bbr's overlap

@@ -96,7 +96,7 @@ for ((i = 0; i < 300; i++)); do
 	sleep 0.2
 done
 log_info "${EXIT_LINE_TEXT:-no exit report}"
-bbrx_unload 20
+bbrx_unload
 UNLOAD_LINE=$(dmesg | tail -n +$((mark + 1)) | grep 'bbrx: unloaded' | tail -n 1)
 log_info "${UNLOAD_LINE:-no unload line}"
 rmmod bbrx_kern_sock

@@ -327,7 +327,7 @@ load_all()
 
 unload_ok()
 {
-	bbrx_unload 20
+	bbrx_unload
 	check_err $? "$1: rmmod tcp_bbrx failed"
 }
 
@@ -352,7 +352,7 @@ events_first()
 {
 	local w="events first"
 
-	bbrx_unload 20 || check_err 1 "$w: initial rmmod failed"
+	bbrx_unload || check_err 1 "$w: initial rmmod failed"
 	events_add
 	check_err $? "$w: kprobe events could not be added"
 	bg_flow_start
@@ -376,7 +376,7 @@ bbrx_first()
 {
 	local w="bbrx first" line f bad=
 
-	bbrx_unload 20 || check_err 1 "$w: initial rmmod failed"
+	bbrx_unload || check_err 1 "$w: initial rmmod failed"
 	load_all "$w"
 	policies_on
 	bg_flow_start
@@ -465,7 +465,7 @@ livepatch_first()
 {
 	local w="livepatch first" err c0 c1 line e
 
-	bbrx_unload 20 || check_err 1 "$w: initial rmmod failed"
+	bbrx_unload || check_err 1 "$w: initial rmmod failed"
 	err=$(insmod "$KLP_KO" 2>&1)
 	check_err $? "$w: insmod $KLP failed: $err"
 	klp_wait_transition
@@ -501,7 +501,7 @@ livepatch_second()
 {
 	local w="livepatch second" err rc line
 
-	bbrx_unload 20 || check_err 1 "$w: initial rmmod failed"
+	bbrx_unload || check_err 1 "$w: initial rmmod failed"
 	load_all "$w"
 	policies_on
 	err=$(insmod "$KLP_KO" 2>&1)

@@ -123,11 +123,12 @@ iperf3_sent_mbit()
 	jq -r '(.end.sum_sent.bits_per_second // 0) / 1e6 | . * 100 | round / 100' "$1" 2>/dev/null || echo 0
 }
 
-# bbrx_unload [SECS]: rmmod tcp_bbrx, retrying for up to SECS s (default 10)
-# while sockets that used it finish closing.  Returns 0 once it is gone.
+# bbrx_unload [SECS]: rmmod tcp_bbrx, retrying while sockets that used it
+# finish closing (their last round trips follow the guest's speed).
+# Returns 0 as soon as it is gone; SECS (default 120) only guard a hang.
 bbrx_unload()
 {
-	local secs=${1:-10} i
+	local secs=${1:-120} i
 
 	for ((i = 0; i < secs * 5; i++)); do
 		bbrx_module_loaded || return 0
@@ -219,40 +220,147 @@ hooks_counters_sum()
 	} END { print s + 0 }'
 }
 
+# flow_batch_run NS PIDFILE OUT CMD...: run CMD (timeout ... iperf3 -J)
+# in NS in the background, stdout in OUT.json, stderr in OUT.err, "PID
+# OUT" in PIDFILE for flow_batch_cut; waits for it and returns its exit
+# code.
+flow_batch_run()
+{
+	local ns=$1 pidf=$2 out=$3; shift 3
+	local pid
+
+	ip netns exec "$ns" "$@" >"$out.json" 2>"$out.err" &
+	pid=$!
+	echo "$pid $out" >"$pidf"
+	wait "$pid"
+}
+
+# streams_acked NS PID: data streams of iperf3 process PID in NS that had
+# more than 4 KiB ACKed (the control connection carries less).
+streams_acked()
+{
+	ip netns exec "$1" ss -tinpH state established 2>/dev/null | awk -v p="pid=$2," '
+		!/^[ \t]/ { mine = index($0, p) > 0; next }
+		mine && match($0, /bytes_acked:[0-9]+/) {
+			if (substr($0, RSTART + 12, RLENGTH - 12) + 0 > 4096)
+				n++
+		}
+		END { print n + 0 }'
+}
+
+# flow_batch_cut LOOPPID PIDFILE NS STREAMS CUTFILE: end a batch loop once
+# $TMPD/stop exists (the caller touches it).  Instead of waiting for the
+# batch that runs to end, it is stopped with SIGTERM (iperf3 then reports
+# "interrupt - the client has terminated"), but only once its STREAMS data
+# streams have each had data ACKed, so that a cut batch still shows every
+# stream moving data; its OUT (PIDFILE) is appended to CUTFILE.  Waits for
+# the loop to end.
+flow_batch_cut()
+{
+	local lpid=$1 pidf=$2 ns=$3 streams=$4 cutf=$5 pid out ipid cut=
+
+	while kill -0 "$lpid" 2>/dev/null; do
+		read -r pid out <"$pidf" 2>/dev/null
+		if [[ -n $pid && $out != "$cut" ]] && kill -0 "$pid" 2>/dev/null; then
+			# ip netns exec runs timeout, whose child is iperf3.
+			ipid=$(pgrep -P "$pid" | head -n 1)
+			if [[ -n $ipid ]] && (($(streams_acked "$ns" "$ipid") >= streams)); then
+				kill -TERM "$pid" 2>/dev/null && echo "$out" >>"$cutf"
+				cut=$out
+			fi
+		fi
+		sleep 0.2
+	done
+	wait "$lpid"
+}
+
+# batch_outcome OUT STREAMS RC CUTFILE: "" when the batch OUT completed
+# (exit 0, STREAMS streams, each with data received) or was cut by
+# flow_batch_cut (listed in CUTFILE, iperf3's interrupt error, STREAMS
+# streams, each with data sent); otherwise what went wrong.
+batch_outcome()
+{
+	local out=$1 want=$2 rc=$3 cutf=$4 n nz err
+
+	err=$(jq -r '.error // empty' "$out.json" 2>/dev/null)
+	n=$(jq '[.end.streams[]?] | length' "$out.json" 2>/dev/null)
+	if ((rc != 0)) && grep -qxF "$out" "$cutf" 2>/dev/null &&
+	   [[ $err == "interrupt - the client has terminated" ]]; then
+		nz=$(jq '[.end.streams[]? | select(.sender.bytes > 0)] | length' "$out.json" 2>/dev/null)
+		[[ $n == "$want" && $nz == "$want" ]] && return 0
+		echo "cut by the test with $n streams, $nz with data sent"
+		return 1
+	fi
+	nz=$(jq '[.end.streams[]? | select(.receiver.bytes > 0)] | length' "$out.json" 2>/dev/null)
+	[[ $rc -eq 0 && $n == "$want" && $nz == "$want" ]] && return 0
+	echo "exit $rc, $n streams, $nz with data ($err $(head -c 100 "$out.err" 2>/dev/null))"
+	return 1
+}
+
 # flow_batches_loop: batches of FLOWS cubic flows (iperf3 -P, 8 KiB writes,
 # TCP_NODELAY) of BATCH s each from SND to the receiver, back to back,
 # until $TMPD/stop exists; batch K's iperf3 JSON in flows-K.json, "K rc"
-# lines in flows.rc.  Batches keep the duration adaptive to the test's.
+# lines in flows.rc.  Batches keep the duration adaptive to the test's;
+# flow_batches_stop ends the last one early.
 flow_batches_loop()
 {
 	local k=0
 
 	while [[ ! -e $TMPD/stop ]]; do
-		ip netns exec "$SND" timeout $((BATCH + 60)) iperf3 -c "$RCV_IP4" \
-			-p "$IPERF_PORT" -P "$FLOWS" -t "$BATCH" -C cubic -l 8K -N -J \
-			>"$TMPD/flows-$k.json" 2>"$TMPD/flows-$k.err"
+		flow_batch_run "$SND" "$TMPD/flows.pid" "$TMPD/flows-$k" \
+			timeout $((BATCH + 120)) iperf3 -c "$RCV_IP4" -p "$IPERF_PORT" \
+			-P "$FLOWS" -t "$BATCH" -C cubic -l 8K -N -J
 		echo "$k $?" >>"$TMPD/flows.rc"
 		k=$((k + 1))
 	done
 }
 
+# flow_batches_stop LOOPPID: stop flow_batches_loop LOOPPID, cutting the
+# batch that runs (flow_batch_cut) rather than waiting for its end.
+flow_batches_stop()
+{
+	touch "$TMPD/stop"
+	flow_batch_cut "$1" "$TMPD/flows.pid" "$SND" "$FLOWS" "$TMPD/flows.cut"
+}
+
 # flow_batches_check: every batch flow_batches_loop ran exited 0 with FLOWS
-# streams that all moved data (check_err otherwise); NB = batches.
+# streams that all moved data, or was cut by flow_batches_stop after each
+# of its streams moved data (check_err otherwise); NB = batches, NCUT =
+# batches cut.
 flow_batches_check()
 {
-	local k rc n nz bad=
+	local k rc bad= why
 
 	NB=0
+	NCUT=$(wc -l <"$TMPD/flows.cut" 2>/dev/null || echo 0)
 	while read -r k rc; do
 		NB=$((NB + 1))
-		n=$(jq '[.end.streams[]?] | length' "$TMPD/flows-$k.json" 2>/dev/null)
-		nz=$(jq '[.end.streams[]? | select(.receiver.bytes > 0)] | length' "$TMPD/flows-$k.json" 2>/dev/null)
-		if [[ $rc -ne 0 || $n != "$FLOWS" || $nz != "$FLOWS" ]]; then
-			bad+=" batch $k: exit $rc, $n streams, $nz with data ($(jq -r '.error // empty' "$TMPD/flows-$k.json" 2>/dev/null) $(head -c 100 "$TMPD/flows-$k.err"));"
-		fi
+		why=$(batch_outcome "$TMPD/flows-$k" "$FLOWS" "$rc" "$TMPD/flows.cut") ||
+			bad+=" batch $k: $why;"
 	done <"$TMPD/flows.rc"
 	((NB > 0))
 	check_err $? "no flow batch ran"
 	[[ -z $bad ]]
 	check_err $? "flows that did not complete:$bad"
+}
+
+# hooks_after_segs SEGS: wait until the sender netns has sent SEGS more
+# segments (TcpOutSegs) than at the call, then HW_SND / HW_RCV = the
+# sender's and the receiver's hook counter sums.  Traffic, not time,
+# bounds the wait, so a slower guest only waits longer; BBRX_HOOK_WAIT_MAX
+# s (300) only guard a hang (no flow running at all, returns 1).
+hooks_after_segs()
+{
+	local segs=$1 s0 s t0=$SECONDS
+
+	s0=$(snmp_get "$SND" TcpOutSegs)
+	while :; do
+		s=$(snmp_get "$SND" TcpOutSegs)
+		((s - s0 >= segs)) && break
+		((SECONDS - t0 < ${BBRX_HOOK_WAIT_MAX:-300})) || break
+		sleep 0.2
+	done
+	HW_SND=$(hooks_counters_sum "$SND")
+	HW_RCV=$(hooks_counters_sum "$RCV")
+	((s - s0 >= segs))
 }

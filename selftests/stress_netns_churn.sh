@@ -125,7 +125,8 @@ ns_body()
 	"$lib/cc_setsockopt" - 127.0.0.1 "$port" 1000000000000 >/dev/null 2>>"$out/ns$n.err" &
 	"$lib/cc_setsockopt" cubic ::1 "$port" 1000000000000 >/dev/null 2>>"$out/ns$n.err" &
 	"$lib/cc_setsockopt" bbrx ::1 "$port" 1000000000000 >/dev/null 2>>"$out/ns$n.err" &
-	for ((i = 0; i < 200; i++)); do
+	# (a hang guard of 120 s: the loop ends once the 3 flows are up)
+	for ((i = 0; i < 1200; i++)); do
 		c=$(ss -tnH state established "( dport = :$port )" | wc -l)
 		((c >= 3)) && break
 		sleep 0.1
@@ -202,8 +203,9 @@ churn_round()
 		(ip netns exec "$ns" bash -c "$(declare -f ns_body); ns_body $n $((n % 4)) $((n % 3)) $((n % 2)) $((n % 3)) '$LIB_DIR' '$TMPD' $PORT" \
 			>/dev/null 2>&1 &)
 	done
+	# Up to 180 s, a hang guard: each netns reports once its flows are up.
 	for ((n = first; n < first + count; n++)); do
-		for ((i = 0; i < 300; i++)); do
+		for ((i = 0; i < 1800; i++)); do
 			[[ -e $TMPD/ready$n ]] && break
 			sleep 0.1
 		done
@@ -212,7 +214,7 @@ churn_round()
 	for ((n = first; n < first + count; n++)); do
 		ns=chn$n-$SFX
 		if [[ ! -e $TMPD/ready$n ]]; then
-			UP_BAD+=("$n:not ready after 30s ($(head -c 200 "$TMPD/ns$n.err" 2>/dev/null))")
+			UP_BAD+=("$n:not ready after 180s ($(head -c 200 "$TMPD/ns$n.err" 2>/dev/null))")
 		else
 			read -r c si arm <"$TMPD/ready$n"
 			((n % 3 == 0)) || [[ $arm == 1 ]] ||
@@ -400,7 +402,7 @@ churn_hooks_and_module_released()
 	check_err $? "lazy hooks armed '$armed' after the cleanup (start '$ARMED_START')"
 	[[ $ref == "$REF_START" ]]
 	check_err $? "tcp_bbrx refcnt $REF_START -> $ref"
-	bbrx_unload 10
+	bbrx_unload
 	check_err $? "rmmod tcp_bbrx failed after the churn: $(rmmod tcp_bbrx 2>&1)"
 	bbrx_module_loaded || bbrx_load
 	log_test "hook users, module references released; rmmod works"

@@ -33,14 +33,16 @@
 # merged writes behind the fq backlog whatever the rule), 1.29-1.35x
 # post/pre; the virtio pair merged writes in every mode.
 
-# Asserts (medians over BBRX_AC_REPS alternating runs, default 5):
-# post-change >= 1.5x the bytes per segment (TcpOutSegs) and >= 1.3x the
-# goodput of pre-change; the kernel mode is on the post-change side too;
-# TcpExtTCPAutoCorking and bbrx's AutocorkCorked grow in post-change and
-# stay near zero in pre-change (<= 1/4 of post-change: see above);
-# mode 3 corks nothing (both counters 0) and counts declines.  If the
-# medians do not separate, BBRX_AC_EXTRA_REPS (4) more repetitions run once
-# and all runs count.  Reported only: the kernel's own tcp_autocorking=0
+# Asserts (medians over BBRX_AC_REPS alternating runs, default 3; make
+# check-full 5): post-change >= 1.5x the bytes per segment (TcpOutSegs) and
+# >= 1.3x the goodput of pre-change; the kernel mode is on the post-change
+# side too; TcpExtTCPAutoCorking and bbrx's AutocorkCorked grow in
+# post-change and stay near zero in pre-change (<= 1/4 of post-change: see
+# above; how many corks a run makes follows the guest's speed, so only this
+# ratio and "moved" are asserted, the counts are printed); mode 3 corks
+# nothing (both counters 0) and counts declines.  If the medians do not
+# separate, BBRX_AC_EXTRA_REPS (4) more repetitions run once and all runs
+# count.  Reported only: the kernel's own tcp_autocorking=0
 # (one run), the Nagle variant, mode 3's bytes per segment (state-dependent).
 
 ALL_TESTS="
@@ -56,7 +58,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
 SECS=${BBRX_AC_SECS:-3}
-REPS=${BBRX_AC_REPS:-5}
+REPS=${BBRX_AC_REPS:-3}
 EXTRA_REPS=${BBRX_AC_EXTRA_REPS:-4}
 WRITE=500
 TX_DELAY=${BBRX_AC_TX_DELAY_US:-400}
@@ -207,12 +209,12 @@ ac_throughput()
 # write); both must grow in post-change and stay near zero in pre-change.
 ac_counters_post_pre()
 {
-	fcmp "${AC[1]}" '>=' 10
-	check_err $? "TcpExtTCPAutoCorking grew only ${AC[1]} per post-change run"
+	fcmp "${AC[1]}" '>' 0
+	check_err $? "TcpExtTCPAutoCorking did not grow in post-change runs (median ${AC[1]})"
 	fcmp "${AC[2]}" '<=' "$(calc "${AC[1]} / 4")"
 	check_err $? "TcpExtTCPAutoCorking ${AC[2]} per pre-change run, not near zero (post ${AC[1]})"
-	fcmp "${CORKED[1]}" '>=' 1000
-	check_err $? "AutocorkCorked grew only ${CORKED[1]} per post-change run"
+	fcmp "${CORKED[1]}" '>' 0
+	check_err $? "AutocorkCorked did not grow in post-change runs (median ${CORKED[1]})"
 	fcmp "${CORKED[2]}" '<=' "$(calc "${CORKED[1]} / 4")"
 	check_err $? "AutocorkCorked ${CORKED[2]} per pre-change run, not near zero (post ${CORKED[1]})"
 	fcmp "${DECL[2]}" '>' 0

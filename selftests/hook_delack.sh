@@ -20,11 +20,17 @@
 #	short  one PSH segment of 300 + round bytes, read at once
 #	qa     one full-MSS PSH segment; the application sets TCP_QUICKACK
 #	       once it is readable, waits 15 ms, then reads
-# and records the ACK time relative to the send and to the read.  A probe is
-# "at read" when its ACK came from 3 ms before to AT_READ_MS (10) after the
-# read (so an ACK on arrival or at the setsockopt of a qa probe is not), "by
-# timer" when it came TIMER_MS (30) or more after it; each check wants a
-# strict majority of the valid probes (at least 3 of ROUNDS, default 5).
+# and records the ACK time relative to the send and to the start and the end
+# of the read.  A probe is "at read" when its ACK came after the read began
+# (causality: an ACK on arrival or at the setsockopt of a qa probe comes
+# 15 ms before it) and less than TIMER_MS (30) after the send, "by timer"
+# when it came TIMER_MS or more after the read returned.  TIMER_MS sits
+# below the delayed-ACK timer (40 ms or more after arrival, so never less
+# than 40 ms after the send); the reads start at once or a configured 15 ms
+# later.  No bound is a guest speed: only a read that starts more than
+# TIMER_MS after the send (a stall, where the timer and the read cannot be
+# told apart) leaves a probe neither.  Each check wants a strict majority
+# of the valid probes (at least 3 of ROUNDS, default 5).
 # Arms, all in this one run:
 #	m0  scope 1, delack 0, cubic        m1  scope 1, delack 1, cubic
 #	m2  scope 1, delack 2, cubic
@@ -66,8 +72,6 @@ source "$(dirname "$0")/lib_hooks.sh"
 
 ROUNDS=${BBRX_DELACK_ROUNDS:-5}
 MIN_VALID=$(((ROUNDS + 1) / 2))
-AT_READ_MS=10
-AT_READ_BEFORE_MS=3
 TIMER_MS=30
 NS=dack-$SFX
 EXTRA_NETNS=$NS
@@ -84,9 +88,9 @@ PEER_FAILS=
 # median_ack_after_send late_after_send stale" over the probes named PROBE
 # in a tcp_peer output.  Probes marked stale (a guest stall; see the
 # header) are left out of everything but the stale count.  at_read: the
-# ACK from AT_READ_BEFORE_MS before to AT_READ_MS after the read (the ACK
-# leaves inside recvmsg(), before the application takes its timestamp);
-# by_timer: TIMER_MS or more after the read; late_after_send: TIMER_MS or
+# ACK after the read began (it leaves inside recvmsg()) and less than
+# TIMER_MS after the send (before any delayed-ACK timer); by_timer:
+# TIMER_MS or more after the read returned; late_after_send: TIMER_MS or
 # more after the send.
 probe_stats()
 {
@@ -94,17 +98,16 @@ probe_stats()
 
 	ar=$(probe_values "$file" "$p" ack_after_read_ms | median)
 	as=$(probe_values "$file" "$p" ack_after_send_ms | median)
-	awk -v p="$p" -v lo="$AT_READ_BEFORE_MS" -v hi="$AT_READ_MS" -v tmr="$TIMER_MS" \
-	    -v ar="$ar" -v as="$as" '
+	awk -v p="$p" -v tmr="$TIMER_MS" -v ar="$ar" -v as="$as" '
 		$1 == "probe=" p {
 			delete f
 			for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 			if (f["stale"] == 1) { st++; next }
 			n++
 			if (f["ack_after_read_ms"] != "nan") {
-				v = f["ack_after_read_ms"] + 0
-				if (v >= -lo && v <= hi) rd++
-				if (v >= tmr) tm++
+				if (f["ack_after_rstart_ms"] + 0 >= 0 && f["ack_after_send_ms"] + 0 < tmr)
+					rd++
+				if (f["ack_after_read_ms"] + 0 >= tmr) tm++
 			}
 			if (f["ack_after_send_ms"] != "nan" && f["ack_after_send_ms"] + 0 >= tmr)
 				ts++
@@ -183,7 +186,7 @@ measure()
 	bbrx_sysctl_set "$NS" delack 0 2>/dev/null
 	bbrx_sysctl_set "$NS" scope 0
 
-	echo "# $ROUNDS probes per cell: at-read (ACK - read in [-$AT_READ_BEFORE_MS, $AT_READ_MS] ms) / by-timer (ACK - read >= $TIMER_MS ms)"
+	echo "# $ROUNDS probes per cell: at-read (ACK after the read began, < $TIMER_MS ms after the send) / by-timer (ACK - read >= $TIMER_MS ms)"
 	echo "# / late (ACK - send >= $TIMER_MS ms) of the valid ones, median ACK after read / after send (ms);"
 	echo "# Supp / Mark = DelackPushSuppressed / DelackPushMarked deltas; St = stale probes; Rw = warm-ups after a stall"
 	printf '# %-4s %-5s %-4s %-5s %-24s %-24s %-24s %-24s %5s %5s %3s %3s\n' arm scope mode cc nopsh psh short qa \

@@ -67,7 +67,8 @@
  *   warmup why=start|gap segs=N acks=A restarts=R ms=T
  *   rewarm before=NAME round=R gap_ms=G
  *   probe=NAME round=R len=L psh=0|1 ack_after_send_ms=X
- *         ack_after_read_ms=Y read_after_send_ms=Z gap_ms=G stale=0|1
+ *         ack_after_read_ms=Y ack_after_rstart_ms=B read_after_send_ms=Z
+ *         gap_ms=G stale=0|1
  *         acks=K [qa_after_send_ms=Q ack_after_qa_ms=W]
  *   info when=warmup|end rcv_mss=M ato_ms=A rcv_ssthresh=S rcv_space=B cc=CC
  * gap_ms is the probe's gap (see -G); acks is the number of ACKs the kernel
@@ -114,6 +115,7 @@ struct app_cmd {
 };
 
 struct app_report {
+	double t_rstart;	/* when that read began (after any wait) */
 	double t_read;	/* when the read that got the last byte returned */
 	double t_qa;	/* when setsockopt(TCP_QUICKACK) returned */
 };
@@ -225,7 +227,7 @@ static void *app_main(void *arg)
 	xwrite(rep_pipe[1], &c, 1, "report pipe");
 
 	for (;;) {
-		struct app_report rep = { 0, 0 };
+		struct app_report rep = { 0, 0, 0 };
 		struct app_cmd cmd;
 		int got = 0;
 
@@ -247,6 +249,7 @@ static void *app_main(void *arg)
 		} else if (cmd.delay_ms) {
 			msleep(cmd.delay_ms);
 		}
+		rep.t_rstart = now();
 		while (got < cmd.len) {
 			ssize_t n = recv(conn_fd, buf, sizeof(buf), 0);
 
@@ -608,7 +611,7 @@ static void fmt_ms(char *buf, size_t sz, double a, double b)
 static void do_probe(const char *name, int round)
 {
 	int len = MSS, psh = 1, op = OP_READ, acks, stale;
-	char as[32], ar[32], rs[32], qs[32], aq[32];
+	char as[32], ar[32], rs[32], qs[32], aq[32], ab[32];
 	struct app_report rep;
 	double t_send, t_ack, gap;
 
@@ -633,8 +636,10 @@ static void do_probe(const char *name, int round)
 	fmt_ms(as, sizeof(as), t_ack, t_send);
 	fmt_ms(ar, sizeof(ar), t_ack, rep.t_read);
 	fmt_ms(rs, sizeof(rs), rep.t_read, t_send);
+	fmt_ms(ab, sizeof(ab), t_ack, rep.t_rstart);
 	printf("probe=%s round=%d len=%d psh=%d ack_after_send_ms=%s ack_after_read_ms=%s",
 	       name, round, len, psh, as, ar);
+	printf(" ack_after_rstart_ms=%s", ab);
 	printf(" read_after_send_ms=%s gap_ms=%.3f stale=%d acks=%d", rs, gap, stale, acks);
 	if (op == OP_READ_QA) {
 		fmt_ms(qs, sizeof(qs), rep.t_qa, t_send);

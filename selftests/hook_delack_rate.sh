@@ -31,11 +31,15 @@
 # sender and router whatever NETIFS says.
 #
 # Measured: receiver ACKs per data segment (receiver TcpOutSegs delta /
-# sender TcpOutSegs delta) and goodput per mode.  Asserted: ACKs per segment
-# at least 1.25x lower in mode 2 than in mode 0 (medians); mode 1 within
-# 20% of mode 0 (the same code; TCG timing noise); DelackPushSuppressed
+# sender TcpOutSegs delta) and goodput per mode.  Each comparison is the
+# median of the ratios of the runs of one repetition (run side by side, so
+# a guest that slows down during the test slows both sides of a ratio).
+# Asserted: ACKs per segment at least 1.25x lower in mode 2 than in mode
+# 0; mode 1 within 20% of mode 0 (the same code; TCG timing noise); DelackPushSuppressed
 # moves in mode 2 only, DelackPushMarked in mode 1 only, nothing in mode 0;
-# the sender's cwnd stayed 4.  Goodput is reported, not asserted: with cwnd locked at 4
+# the sender's cwnd stayed 4; mode 2 does not starve the sender (goodput
+# >= 0.7x mode 0, a guard).  Beyond that guard goodput is reported, not
+# asserted: with cwnd locked at 4
 # a Linux sender loses little or nothing with fewer ACKs (one ACK for two
 # segments refills the window; ~5-10% less under QEMU 7.2, within 2.5%
 # under QEMU 10: 18.42 / 18.32 / 17.98 Mbit/s in modes 0 / 2 / 1); the lwIP
@@ -80,6 +84,14 @@ dl_run()
 		"$(counters_delta "$TMPD/r.before" "$TMPD/r.after" Bbrx:DelackPushSuppressed)" \
 		"$acks" "$data" "$(iperf3_retrans "$TMPD/$id.json")" >>"$TMPD/$m.res"
 	ss_parse "$TMPD/$id.ss" | ss_field cwnd >>"$TMPD/cwnd.samples"
+}
+
+# pair_ratio MODE_A MODE_B COL: median over the repetitions of column COL
+# of MODE_A's run / MODE_B's run of the same repetition.
+pair_ratio()
+{
+	paste -d ' ' "$TMPD/$1.res" "$TMPD/$2.res" |
+		awk -v c="$3" '{ d = $(7 + c); if (d > 0) print $c / d }' | median
 }
 
 measure()
@@ -145,19 +157,22 @@ dl_acks_per_segment()
 	local r
 
 	remeasure
-	r=$(calc "${APS[0]} / ${APS[2]}")
-	fcmp "${APS[0]}" '>=' "$(calc "1.25 * ${APS[2]}")"
-	check_err $? "ACKs per segment: kernel ${APS[0]} < 1.25 x pre-change ${APS[2]} (ratio $r)"
+	r=$(pair_ratio 0 2 1)
+	fcmp "$r" '>=' 1.25
+	check_err $? "ACKs per segment: kernel / pre-change $r < 1.25 (medians ${APS[0]} / ${APS[2]})"
 	log_test "ACKs per data segment >= 1.25x lower in mode 2 than mode 0" \
 		"${APS[0]} vs ${APS[2]}, ratio $r (issue calibration: 0.65 in the stock kernel)"
 }
 
 dl_mode1_as_kernel()
 {
+	local r
+
 	remeasure
-	in_range "${APS[1]}" "$(calc "0.80 * ${APS[0]}")" "$(calc "1.20 * ${APS[0]}")"
-	check_err $? "mode 1 ACKs per segment ${APS[1]} not within 20% of kernel ${APS[0]}"
-	log_test "mode 1 (post-change, run by bbrx) ACKs like the kernel" "${APS[1]} vs ${APS[0]}"
+	r=$(pair_ratio 1 0 1)
+	in_range "$r" 0.80 1.20
+	check_err $? "mode 1 / kernel ACKs per segment $r not within 20% (medians ${APS[1]} / ${APS[0]})"
+	log_test "mode 1 (post-change, run by bbrx) ACKs like the kernel" "${APS[1]} vs ${APS[0]}, ratio $r"
 }
 
 dl_counters()
@@ -178,13 +193,16 @@ dl_counters()
 
 dl_throughput()
 {
-	# Reported, not asserted (see the header).
-	log_info "goodput kernel ${GP[0]}, pre-change ${GP[2]}, post-change ${GP[1]} Mbit/s; pre/kernel $(calc "${GP[2]} / ${GP[0]}")"
+	local r
+
+	remeasure
+	r=$(pair_ratio 2 0 2)
+	log_info "goodput kernel ${GP[0]}, pre-change ${GP[2]}, post-change ${GP[1]} Mbit/s; pre/kernel $r"
 	log_info "cwnd 4: a Linux sender waits for the ACK of every second segment in mode 2 instead of every segment; it does not pay per ACK like lwIP, so fewer ACKs cannot make it faster"
 	# Guard, not the report's claim: with delayed ACKs the cwnd-4 sender
 	# waits longer per window, but mode 2 must not starve it.
-	fcmp "${GP[2]}" '>=' "$(calc "0.7 * ${GP[0]}")"
-	check_ratio $? "mode 2 goodput ${GP[2]} below 0.7 x kernel ${GP[0]}"
+	fcmp "$r" '>=' 0.7
+	check_ratio $? "mode 2 / kernel goodput $r below 0.7 (medians ${GP[2]} / ${GP[0]})"
 	log_test "mode 2 goodput >= 0.7 x kernel (reported: kernel / pre / post)" "${GP[0]} / ${GP[2]} / ${GP[1]} Mbit/s"
 }
 

@@ -14,7 +14,7 @@
 # net.ipv4.tcp_ecn = 1; the receiver's default 2 accepts).  The receiver is
 # a stock one: ECE stays set until the sender's CWR (RFC 3168), so a mark
 # reads as up to a round of marks.
-# Modes alternate, BBRX3_ECN_REPS (2) flows of BBRX3_ECN_SECS (10 s) each,
+# Modes alternate, BBRX3_ECN_REPS (2) flows of BBRX3_ECN_SECS (8 s) each,
 # a ping at 10 Hz in each: bbrx3 with bbrx3_ecn 1 (default) and bbrx3 with
 # bbrx3_ecn 0; BBRX3_ECN_MODES="ecn1 ecn0 cubic" (make check-full) adds
 # cubic (classic ECN response) for reference.
@@ -29,7 +29,7 @@ ALL_TESTS="
 "
 source "$(dirname "$0")/lib.sh"
 
-SECS=${BBRX3_ECN_SECS:-10}
+SECS=${BBRX3_ECN_SECS:-8}
 REPS=${BBRX3_ECN_REPS:-2}
 RATE=100	# Mbit/s
 RTT=2		# ms

@@ -7,16 +7,21 @@
 # path in the same run: the guest's CPU under TCG varies from run to run
 # (the calibration below took 3.4 to 7 s on one host), so an absolute
 # floor fails on a slow run (CI, 2026-12-02: 79.56 against 80.17 Mbit/s)
-# where a side-by-side ratio does not.
+# where a side-by-side ratio does not.  From above, bw is bounded by the
+# configured tbf rate.  The comparison (ipv6_vs_ipv4) is retried once with
+# one more IPv4/IPv6 pair, the medians then over both pairs.
 
 ALL_TESTS="
 	ipv6_setsockopt
 	ipv6_flow
+	ipv6_vs_ipv4
 "
-RETRY_TESTS="ipv6_flow"
+RETRY_TESTS="ipv6_vs_ipv4"
 source "$(dirname "$0")/lib.sh"
 
 SECS=${BBRX_IPV6_SECS:-8}
+NPAIR=0
+GP4= GP6= BW4= BW6=
 
 ipv6_setsockopt()
 {
@@ -29,58 +34,88 @@ ipv6_setsockopt()
 	log_test "IPv6 socket takes bbrx by setsockopt"
 }
 
-ipv6_flow()
+# pair_run: one IPv4 and then one IPv6 bbrx flow; their goodput and
+# median bw (Mbit/s, after 3 s) join GP4, GP6, BW4, BW6.  The IPv6 flow's
+# files are v6-N.*, its counter deltas in S_D and X_D.
+pair_run()
 {
-	local s0 s1 x0 x1 gp gp4 n n6 mrtt bw bw4 lo
+	local s0 s1 x0 x1 bw4 bw6
 
-	FLOW_SS=0.25 flow_run v4 bbrx "$SECS"
-	check_err $? "IPv4 reference flow failed"
-	gp4=$(iperf3_goodput "$TMPD/v4.json")
-	bw4=$(ss_samples "$TMPD/v4.ss" 3 | ss_field bw | median)
-	bw4=$(calc "$bw4 / 1e6")
+	NPAIR=$((NPAIR + 1))
+	FLOW_SS=0.25 flow_run "v4-$NPAIR" bbrx "$SECS" || FLOW_FAILS+=" v4-$NPAIR"
+	bw4=$(ss_samples "$TMPD/v4-$NPAIR.ss" 3 | ss_field bw | median)
+	GP4+="$(iperf3_goodput "$TMPD/v4-$NPAIR.json") "
+	BW4+="$(calc "$bw4 / 1e6") "
 
 	s0=$(bbrx_stat SocketsInit "$SND")
 	x0=$(bbrx_stat StartupExit "$SND")
-	FLOW_V6=1 FLOW_SS=0.25 flow_run v6 bbrx "$SECS"
-	check_err $? "iperf3 -6 flow failed"
+	FLOW_V6=1 FLOW_SS=0.25 flow_run "v6-$NPAIR" bbrx "$SECS" || FLOW_FAILS+=" v6-$NPAIR"
 	s1=$(bbrx_stat SocketsInit "$SND")
 	x1=$(bbrx_stat StartupExit "$SND")
+	S_D=$((s1 - s0)) X_D=$((x1 - x0))
+	bw6=$(ss_samples "$TMPD/v6-$NPAIR.ss" 3 | ss_field bw | median)
+	GP6+="$(iperf3_goodput "$TMPD/v6-$NPAIR.json") "
+	BW6+="$(calc "$bw6 / 1e6") "
+	log_info "pair $NPAIR: IPv6 goodput $(iperf3_goodput "$TMPD/v6-$NPAIR.json") Mbit/s," \
+		"bw $(calc "$bw6 / 1e6"); IPv4 goodput $(iperf3_goodput "$TMPD/v4-$NPAIR.json")," \
+		"bw $(calc "$bw4 / 1e6") Mbit/s"
+}
 
-	gp=$(iperf3_goodput "$TMPD/v6.json")
-	ss_samples "$TMPD/v6.ss" 3 >"$TMPD/v6.samples"
-	n=$(wc -l <"$TMPD/v6.samples")
-	n6=$(grep -c "\[$RCV_IP6\]\|$RCV_IP6" "$TMPD/v6.ss")
-	mrtt=$(ss_field mrtt <"$TMPD/v6.samples" | median)
-	bw=$(ss_field bw <"$TMPD/v6.samples" | median)
+# The IPv6 flow itself: bbrx on tcpv6_prot with the model working.
+ipv6_flow()
+{
+	local f=$TMPD/v6-1 n n6 mrtt bw hi
+
+	((NPAIR == 0)) && pair_run
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	ss_samples "$f.ss" 3 >"$f.samples"
+	n=$(wc -l <"$f.samples")
+	n6=$(grep -c "\[$RCV_IP6\]\|$RCV_IP6" "$f.ss")
+	mrtt=$(ss_field mrtt <"$f.samples" | median)
+	bw=$(ss_field bw <"$f.samples" | median)
 	bw=$(calc "$bw / 1e6")
-	log_info "IPv6: goodput $gp Mbit/s, bw $bw Mbit/s, mrtt $mrtt ms," \
-		"SocketsInit +$((s1 - s0)), StartupExit +$((x1 - x0));" \
-		"IPv4 beside it: goodput $gp4 Mbit/s, bw $bw4 Mbit/s"
+	log_info "IPv6: $n ss samples, bw $bw Mbit/s, mrtt $mrtt ms," \
+		"SocketsInit +$S_D, StartupExit +$X_D"
 
-	[[ $(iperf3_cc "$TMPD/v6.json") == bbrx ]]
-	check_err $? "iperf3 reports sender cc '$(iperf3_cc "$TMPD/v6.json")'"
+	[[ $(iperf3_cc "$f.json") == bbrx ]]
+	check_err $? "iperf3 reports sender cc '$(iperf3_cc "$f.json")'"
 	((n6 > 0))
 	check_err $? "ss samples are not of an IPv6 connection"
-	# ss is sampled every 0.25 s; a debug kernel under TCG
-	# (BBRX_FUNCTIONAL=1) took seconds per sample (1 or 2 in 5 s, 2026-12-01),
-	# so one sample counts there.
-	((n >= (${BBRX_FUNCTIONAL:-0} == 1 ? 1 : 5))) &&
-		[[ $(grep -c ' cc=bbrx' "$TMPD/v6.samples") -eq $n ]]
+	# Every sample counts; how many the sampler took depends on the guest.
+	((n >= 1)) && [[ $(grep -c ' cc=bbrx' "$f.samples") -eq $n ]]
 	check_err $? "ss does not show bbrx for the IPv6 flow ($n samples)"
-	((s1 > s0 && x1 > x0))
-	check_err $? "counters did not move: SocketsInit $s0 -> $s1, StartupExit $x0 -> $x1"
+	((S_D > 0 && X_D > 0))
+	check_err $? "counters did not move: SocketsInit +$S_D, StartupExit +$X_D"
 	in_range "$mrtt" "$PATH_RTT" $((PATH_RTT + 10))
 	check_err $? "mrtt $mrtt ms on a $PATH_RTT ms path"
-	# The model's bw cannot exceed the bottleneck by more than its
-	# sampling noise; below, it follows what the guest's CPU delivers.
-	fcmp "$bw" '<=' 110 && fcmp "$bw" '>=' "$(calc "0.8 * $bw4")"
-	check_ratio $? "bw $bw Mbit/s (IPv4 beside it $bw4) on a $PATH_RATE Mbit/s bottleneck"
+	# The model's bw cannot exceed the tbf rate by more than a sample
+	# that caught its burst (10%).
+	hi=$(calc "1.1 * $PATH_RATE")
+	fcmp "$bw" '<=' "$hi"
+	check_err $? "bw $bw Mbit/s above $hi on a $PATH_RATE Mbit/s bottleneck"
+	log_test "IPv6 bbrx flow through the router" "bw $bw <= $hi Mbit/s, mrtt $mrtt ms"
+}
+
+# Below the tbf rate, bw and goodput follow what the guest's CPU delivers:
+# IPv6 against IPv4 on the same path in the same run (medians over pairs).
+ipv6_vs_ipv4()
+{
+	local gp gp4 bw bw4 lo
+
+	((TEST_ATTEMPT > 0 || NPAIR == 0)) && pair_run
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	gp=$(median $GP6) gp4=$(median $GP4) bw=$(median $BW6) bw4=$(median $BW4)
+	fcmp "$bw" '>=' "$(calc "0.8 * $bw4")"
+	check_ratio $? "IPv6 median bw $bw Mbit/s < 0.8 x IPv4's $bw4"
 	# IPv6 headers leave 1428 payload bytes per 1514-byte frame, IPv4
 	# (with timestamps) 1448: IPv6 within 15% of IPv4 after that.
 	lo=$(calc "0.85 * $gp4 * 1428 / 1448")
 	fcmp "$gp" '>=' "$lo"
-	check_ratio $? "goodput $gp Mbit/s < $lo (85% of IPv4's $gp4 scaled to IPv6 payload)"
-	log_test "IPv6 bbrx flow through the router" "goodput $gp Mbit/s (IPv4 $gp4), bw $bw, mrtt $mrtt"
+	check_ratio $? "IPv6 median goodput $gp Mbit/s < $lo (85% of IPv4's $gp4 scaled to IPv6 payload)"
+	log_test "IPv6 goodput and bw beside IPv4's" \
+		"goodput $gp vs $gp4, bw $bw vs $bw4 Mbit/s ($NPAIR pairs)"
 }
 
 require_command iperf3 jq tc ss

@@ -5,16 +5,26 @@
 # the 100 Mbit/s, 20 ms path:
 #  - STARTUP -> DRAIN -> PROBE_BW (counters; ss pacing_gain cycles through
 #    1.25 / 0.75 / 1 afterwards and never goes back to the STARTUP gain);
-#  - PROBE_RTT: none in a 5 s flow with the default 10 s min_rtt window,
-#    entered repeatedly in a 10 s flow with min_rtt_win_ms=2000;
+#  - PROBE_RTT: none in the 8 s flow above with the default 10 s min_rtt
+#    window; with a short window (BBRX_PHASES_RTT_WIN_MS, 1000, over a
+#    BBRX_PHASES_RTT_SECS flow, 6 s; the long form 2000 over 10 s) entered
+#    at most once per window the flow lasted and at least half as often as
+#    the flow's windows (each at least window + probe_rtt_ms) allow;
 #  - PROBE_RTT ends when the flow restarts from idle after its time at
 #    cwnd 4 has passed (the kernel's BBR on CA_EVENT_TX_START): 12 KB
 #    bursts 300 ms apart with min_rtt_win_ms=100 and probe_rtt_ms=50 count
 #    ProbeRttIdleExit;
-#  - an app-limited flow (iperf3 -b 10M) keeps bw near its rate, well below
-#    the path rate, and counts app-limited samples;
+#  - an app-limited flow (iperf3 -b 10M) beside in-tree bbr's: goodput not
+#    above the app rate and at least 0.9 x bbr's, bw not below 0.8 x its
+#    goodput and at most 2 x bbr's bw, app-limited samples counted;
 #  - random per-packet loss on the router hop drives loss recovery, and the
-#    flow keeps a reasonable goodput.
+#    flow keeps at least half the goodput of a flow on the same hop without
+#    loss.
+# What the guest's CPU delivers varies from host to host, so rates are
+# compared with a flow of the same run or bounded from above by a
+# configured rate, never floored by a figure.  app_limited, the one
+# comparison with noisy maxima (bw), is retried once with BBRX_APP_REPS
+# more runs per cc, medians over all.
 
 ALL_TESTS="
 	startup_drain_probebw
@@ -24,7 +34,7 @@ ALL_TESTS="
 	app_limited
 	loss_recovery
 "
-RETRY_TESTS="startup_drain_probebw probe_rtt_short_window app_limited loss_recovery"
+RETRY_TESTS="app_limited"
 source "$(dirname "$0")/lib.sh"
 
 STARTUP_GAIN_MIN=2.5	# 2885 per mille; anything above 2.5 is STARTUP
@@ -59,16 +69,26 @@ stat_deltas()
 	echo "$out"
 }
 
+# pb_flow: the 8 s bulk flow that startup_drain_probebw and
+# probe_rtt_default_window read (once).
+pb_flow()
+{
+	[[ -n ${PB_RC:-} ]] && return
+	stat_snap "$TMPD/s0"
+	FLOW_SS=0.05 flow_run pb bbrx 8
+	PB_RC=$?
+	stat_snap "$TMPD/s1"
+	log_info "counters: $(stat_deltas "$TMPD/s0" "$TMPD/s1")"
+	BULK_APPLIMITED=$(stat_delta AppLimited "$TMPD/s0" "$TMPD/s1")
+	PB_PROBERTT=$(stat_delta ProbeRttEnter "$TMPD/s0" "$TMPD/s1")
+}
+
 startup_drain_probebw()
 {
 	local d_up d_drain d_rtt gains first_pb last_su n_up n_down n_one n su dr
 
-	stat_snap "$TMPD/s0"
-	FLOW_SS=0.05 flow_run pb bbrx 8
-	check_err $? "iperf3 flow failed"
-	stat_snap "$TMPD/s1"
-	log_info "counters: $(stat_deltas "$TMPD/s0" "$TMPD/s1")"
-	BULK_APPLIMITED=$(stat_delta AppLimited "$TMPD/s0" "$TMPD/s1")
+	pb_flow
+	check_err "$PB_RC" "iperf3 flow failed"
 
 	d_up=$(stat_delta StartupExit "$TMPD/s0" "$TMPD/s1")
 	d_drain=$(stat_delta DrainExit "$TMPD/s0" "$TMPD/s1")
@@ -105,44 +125,63 @@ startup_drain_probebw()
 	log_test "STARTUP -> DRAIN -> PROBE_BW (counters, gain cycle in ss)"
 }
 
+# The 8 s flow of startup_drain_probebw, shorter than the 10 s window by
+# its configuration (iperf3 -t).
 probe_rtt_default_window()
 {
 	local d
 
-	stat_snap "$TMPD/r0"
-	FLOW_SS=0.1 flow_run rttdef bbrx 5
-	check_err $? "iperf3 flow failed"
-	stat_snap "$TMPD/r1"
-	d=$(stat_delta ProbeRttEnter "$TMPD/r0" "$TMPD/r1")
-	log_info "min_rtt_win_ms=$(bbrx_sysctl_get "$SND" min_rtt_win_ms), 5 s flow: $(stat_deltas "$TMPD/r0" "$TMPD/r1")"
+	pb_flow
+	check_err "$PB_RC" "iperf3 flow failed"
+	d=$PB_PROBERTT
+	log_info "min_rtt_win_ms=$(bbrx_sysctl_get "$SND" min_rtt_win_ms), 8 s flow: ProbeRttEnter +$d"
 	((d == 0))
-	check_err $? "ProbeRttEnter +$d in a 5 s flow with a 10 s min_rtt window"
+	check_err $? "ProbeRttEnter +$d in an 8 s flow with a 10 s min_rtt window"
 	log_test "no PROBE_RTT within the default 10 s window" "ProbeRttEnter +$d"
 }
 
+RTT_WIN_MS=${BBRX_PHASES_RTT_WIN_MS:-1000}
+RTT_SECS=${BBRX_PHASES_RTT_SECS:-6}
+
+# Entries are counted against the windows the flow really lasted: from
+# the min_rtt stamp at init, PROBE_RTT starts when the window has passed
+# and the stamp is taken again when it ends (probe_rtt_ms at cwnd 4 and a
+# round), so a flow of T ms has at most T / window entries (wall time
+# around iperf3, more than the socket lives) and, without fresher min_rtt
+# samples, about T / (window + probe_rtt_ms) (iperf3's sending time); half
+# of that is asserted, as a min_rtt sample below the current one starts
+# the window over.
 probe_rtt_short_window()
 {
-	local d n4 cw
+	local d n4 cw t0 t1 wall_ms data_ms prt hi lo
 
-	bbrx_sysctl_set "$SND" min_rtt_win_ms 2000
-	check_err $? "setting min_rtt_win_ms=2000 failed"
+	prt=$(bbrx_sysctl_get "$SND" probe_rtt_ms)
+	bbrx_sysctl_set "$SND" min_rtt_win_ms "$RTT_WIN_MS"
+	check_err $? "setting min_rtt_win_ms=$RTT_WIN_MS failed"
 	stat_snap "$TMPD/r2"
-	FLOW_SS=0.05 flow_run rttshort bbrx 10
+	t0=${EPOCHREALTIME/./}
+	FLOW_SS=0.05 flow_run rttshort bbrx "$RTT_SECS"
 	check_err $? "iperf3 flow failed"
+	t1=${EPOCHREALTIME/./}
 	stat_snap "$TMPD/r3"
 	bbrx_sysctl_set "$SND" min_rtt_win_ms 10000
 	d=$(stat_delta ProbeRttEnter "$TMPD/r2" "$TMPD/r3")
+	wall_ms=$(((t1 - t0) / 1000))
+	data_ms=$(jq -r '(.end.sum_sent.seconds // 0) * 1000 | floor' "$TMPD/rttshort.json" 2>/dev/null)
+	hi=$(((wall_ms + RTT_WIN_MS - 1) / RTT_WIN_MS))
+	lo=$((${data_ms:-0} / (RTT_WIN_MS + prt) / 2))
+	((lo < 1)) && lo=1
 	ss_samples "$TMPD/rttshort.ss" 1 >"$TMPD/rttshort.s"
 	n4=$(ss_field cwnd 'cwnd <= 4' <"$TMPD/rttshort.s" | wc -l)
 	cw=$(ss_field cwnd <"$TMPD/rttshort.s" | median)
-	log_info "min_rtt_win_ms=2000, 10 s flow: $(stat_deltas "$TMPD/r2" "$TMPD/r3")"
+	log_info "min_rtt_win_ms=$RTT_WIN_MS, probe_rtt_ms=$prt, ${RTT_SECS} s flow" \
+		"(${data_ms} ms sending, ${wall_ms} ms wall): $(stat_deltas "$TMPD/r2" "$TMPD/r3")"
 	log_info "ss: $n4 of $(wc -l <"$TMPD/rttshort.s") samples with cwnd <= 4 (PROBE_RTT), median cwnd $cw," \
 		"goodput $(iperf3_goodput "$TMPD/rttshort.json") Mbit/s"
-	((d >= 2))
-	check_err $? "ProbeRttEnter +$d in a 10 s flow with a 2 s window (expected about 4)"
-	((d <= 6))
-	check_err $? "ProbeRttEnter +$d in a 10 s flow with a 2 s window (expected about 4)"
-	log_test "PROBE_RTT every min_rtt_win_ms (2 s)" "ProbeRttEnter +$d in 10 s"
+	((d >= lo && d <= hi))
+	check_err $? "ProbeRttEnter +$d, want [$lo, $hi] for ${data_ms} ms sending (${wall_ms} ms wall) with a $RTT_WIN_MS ms window"
+	log_test "PROBE_RTT once per min_rtt_win_ms ($RTT_WIN_MS ms)" \
+		"ProbeRttEnter +$d in [$lo, $hi]"
 }
 
 # Bursts with idle time between them: the min_rtt window (100 ms) expires
@@ -176,54 +215,76 @@ probe_rtt_idle_exit()
 
 # iperf3 -b with 1448-byte writes (default 128 KB writes come in bursts that
 # make delivery-rate samples far above the average rate).  Under TCG the
-# sender still stalls now and then and catches up in a burst, so bw is
-# asserted against the path rate and the app rate with margins, and in-tree
-# bbr is measured alongside for reference.
+# sender still stalls now and then and catches up in a burst whose samples
+# the max filter keeps, more often the slower the guest: bw is compared
+# with in-tree bbr's in the same run, not with the path rate.
 APP_RATE=${BBRX_APP_RATE:-10}	# Mbit/s
-APP_REPS=${BBRX_APP_REPS:-2}
+APP_REPS=${BBRX_APP_REPS:-1}	# runs per cc (and per retry); long form 2
+APP_SECS=${BBRX_APP_SECS:-8}
+APP_NREP=0
+APP_D=0
+declare -A APP_BWS APP_GPS
 
-app_limited()
+# app_runs: APP_REPS more alternating runs of bbr and bbrx.
+app_runs()
 {
-	local d gp bw rep cc id hi lo
-	local -A bws gps
+	local rep cc id gp bw last=$((APP_NREP + APP_REPS))
 
 	stat_snap "$TMPD/a0"
-	for ((rep = 1; rep <= APP_REPS; rep++)); do
+	for ((rep = APP_NREP + 1; rep <= last; rep++)); do
 		for cc in bbr bbrx; do
 			id=app-$cc-$rep
-			FLOW_SS=0.2 flow_run "$id" "$cc" 8 -b "${APP_RATE}M" -l 1448
-			check_err $? "iperf3 flow $id failed"
+			FLOW_SS=0.2 flow_run "$id" "$cc" "$APP_SECS" -b "${APP_RATE}M" -l 1448 ||
+				FLOW_FAILS+=" $id"
 			gp=$(iperf3_goodput "$TMPD/$id.json")
 			bw=$(ss_samples "$TMPD/$id.ss" 3 | ss_field bw | median)
 			bw=$(calc "$bw / 1e6")
-			bws[$cc]+="$bw "
-			gps[$cc]+="$gp "
+			APP_BWS[$cc]+="$bw "
+			APP_GPS[$cc]+="$gp "
 			log_info "$cc run $rep: goodput $gp Mbit/s, median bw $bw Mbit/s after 3 s"
 		done
 	done
+	APP_NREP=$last
 	stat_snap "$TMPD/a1"
-	d=$(stat_delta AppLimited "$TMPD/a0" "$TMPD/a1")
-	bw=$(median ${bws[bbrx]})
-	gp=$(median ${gps[bbrx]})
-	log_info "iperf3 -b ${APP_RATE}M: bbrx goodput $gp, bw $bw Mbit/s;" \
-		"bbr goodput $(median ${gps[bbr]}), bw $(median ${bws[bbr]}) Mbit/s"
-	log_info "bbrx counters over $APP_REPS flows: $(stat_deltas "$TMPD/a0" "$TMPD/a1")" \
+	log_info "bbrx counters over runs $((last - APP_REPS + 1))..$last: $(stat_deltas "$TMPD/a0" "$TMPD/a1")" \
 		"(bulk flow: AppLimited+${BULK_APPLIMITED:-?})"
+	APP_D=$((APP_D + $(stat_delta AppLimited "$TMPD/a0" "$TMPD/a1")))
+}
 
-	in_range "$gp" "$(calc "0.9 * $APP_RATE")" "$(calc "1.05 * $APP_RATE")"
-	check_ratio $? "bbrx goodput $gp Mbit/s for an app rate of $APP_RATE Mbit/s"
-	lo=$(calc "0.8 * $APP_RATE")
-	hi=$(calc "0.6 * $PATH_RATE")
+app_limited()
+{
+	local d gp bw gpr bwr hi lo
+
+	app_runs
+	[[ -z $FLOW_FAILS ]]
+	check_err $? "flows failed:$FLOW_FAILS"
+	d=$APP_D
+	bw=$(median ${APP_BWS[bbrx]}) gp=$(median ${APP_GPS[bbrx]})
+	bwr=$(median ${APP_BWS[bbr]}) gpr=$(median ${APP_GPS[bbr]})
+	log_info "iperf3 -b ${APP_RATE}M, $APP_NREP runs per cc: bbrx goodput $gp, bw $bw Mbit/s" \
+		"($(calc "100 * $bw / $PATH_RATE")% of the path rate); bbr goodput $gpr, bw $bwr Mbit/s"
+
+	# The application's rate bounds goodput from above; below it the
+	# guest decides, so bbrx is held to bbr's.
+	hi=$(calc "1.05 * $APP_RATE")
+	fcmp "$gp" '<=' "$hi"
+	check_err $? "bbrx goodput $gp Mbit/s above the app rate $APP_RATE + 5%"
+	fcmp "$gp" '>=' "$(calc "0.9 * $gpr")"
+	check_ratio $? "bbrx goodput $gp Mbit/s < 0.9 x bbr's $gpr in the app-limited flow"
+	# bw: not below what the flow delivered, not inflated beyond what
+	# in-tree bbr's identical filter shows beside it.
+	lo=$(calc "0.8 * $gp")
+	hi=$(calc "2 * $bwr")
 	in_range "$bw" "$lo" "$hi"
-	check_err $? "bbrx bw $bw Mbit/s for a $APP_RATE Mbit/s app-limited flow on a $PATH_RATE Mbit/s path (want [$lo, $hi])"
-	((d >= 10 * APP_REPS))
-	check_err $? "AppLimited +$d over $APP_REPS app-limited flows"
+	check_ratio $? "bbrx bw $bw Mbit/s, want [$lo, $hi] (0.8 x its goodput $gp, 2 x bbr's bw $bwr)"
+	((d > 0))
+	check_err $? "AppLimited +$d over $APP_NREP app-limited flows"
 	if [[ -n $BULK_APPLIMITED ]]; then
-		((d > 5 * APP_REPS * BULK_APPLIMITED))
-		check_err $? "AppLimited +$d over $APP_REPS flows, bulk flow had +$BULK_APPLIMITED"
+		((d > 5 * APP_NREP * BULK_APPLIMITED))
+		check_err $? "AppLimited +$d over $APP_NREP flows, bulk flow had +$BULK_APPLIMITED"
 	fi
-	log_test "app-limited flow: bw not inflated to the path rate, samples counted" \
-		"bw $bw Mbit/s, AppLimited +$d"
+	log_test "app-limited flow: goodput and bw beside bbr's, samples counted" \
+		"bw $bw vs $bwr Mbit/s, goodput $gp vs $gpr, AppLimited +$d"
 }
 
 # netem drops of the router's loss qdisc, and packets it saw.
@@ -235,15 +296,25 @@ netem_stats()
 		on && /Sent/ { for (i = 1; i <= NF; i++) { if ($i == "pkt") p = $(i - 1); if ($i == "(dropped") d = $(i + 1) } sub(/,/, "", d); print d, p; exit }'
 }
 
+# Both flows on the same per-packet hop (htb + netem child, GSO/GRO off),
+# without loss first, then with LOSS_PCT: the CPU cost per packet is the
+# same, the loss is the difference.
+LOSS_SECS=${BBRX_LOSS_SECS:-6}
+
 loss_recovery()
 {
-	local d_rec gp retr lo drops pkts rate
+	local d_rec gp gp0 retr lo drops pkts rate
 
 	hop_per_packet
+	shape_bottleneck "$PATH_RATE" "$PATH_BDP" 0
+	check_err $? "loss qdisc setup failed"
+	FLOW_SS=0.25 flow_run noloss bbrx "$LOSS_SECS"
+	check_err $? "iperf3 flow without loss did not complete"
+	gp0=$(iperf3_goodput "$TMPD/noloss.json")
 	shape_bottleneck "$PATH_RATE" "$PATH_BDP" "$LOSS_PCT"
 	check_err $? "loss qdisc setup failed"
 	stat_snap "$TMPD/l0"
-	FLOW_SS=0.25 flow_run loss bbrx 8
+	FLOW_SS=0.25 flow_run loss bbrx "$LOSS_SECS"
 	check_err $? "iperf3 flow with ${LOSS_PCT}% loss did not complete"
 	stat_snap "$TMPD/l1"
 	read -r drops pkts < <(netem_stats)
@@ -251,7 +322,7 @@ loss_recovery()
 	gp=$(iperf3_goodput "$TMPD/loss.json")
 	retr=$(iperf3_retrans "$TMPD/loss.json")
 	rate=$(calc "100 * ${drops:-0} / (${drops:-0} + ${pkts:-0} + 1)")
-	log_info "${LOSS_PCT}% loss: goodput $gp Mbit/s, retrans $retr, netem dropped ${drops:-?}" \
+	log_info "${LOSS_PCT}% loss: goodput $gp Mbit/s (without loss $gp0), retrans $retr, netem dropped ${drops:-?}" \
 		"of $(( ${drops:-0} + ${pkts:-0} )) packets (${rate}%), $(stat_deltas "$TMPD/l0" "$TMPD/l1")"
 	log_info "cwnd median $(ss_samples "$TMPD/loss.ss" 2 | ss_field cwnd | median)," \
 		"bw median $(ss_samples "$TMPD/loss.ss" 2 | ss_field bw | median)"
@@ -264,11 +335,11 @@ loss_recovery()
 	check_err $? "RecoveryEnter +$d_rec with ${LOSS_PCT}% loss"
 	((retr > 0))
 	check_err $? "no retransmits with ${LOSS_PCT}% loss"
-	lo=$(calc "0.5 * $PATH_GOODPUT_MAX")
+	lo=$(calc "0.5 * $gp0")
 	fcmp "$gp" '>=' "$lo"
-	check_ratio $? "goodput $gp Mbit/s < $lo (50% of the limit) with ${LOSS_PCT}% loss"
+	check_ratio $? "goodput $gp Mbit/s < $lo (50% of the flow without loss, $gp0) with ${LOSS_PCT}% loss"
 	log_test "per-packet loss drives recovery, flow keeps going" \
-		"RecoveryEnter +$d_rec, goodput $gp Mbit/s"
+		"RecoveryEnter +$d_rec, goodput $gp vs $gp0 Mbit/s without loss"
 	path_bottleneck 1
 }
 

@@ -166,11 +166,13 @@ measure()
 		BDP[$cap]=$(ss_field bdp <"$TMPD/arm$cap.s" | median)
 		RES[$cap]=$(ss_field res <"$TMPD/arm$cap.s" | median)
 		GP[$cap]=$(for id in "${ids[@]}"; do iperf3_goodput "$TMPD/$id.json"; done | median)
+		[[ $REPORT == 1 ]] || continue
 		arm_samples "agg$cap" >"$TMPD/agg$cap.s"
 		CWND[agg$cap]=$(ss_field cwnd <"$TMPD/agg$cap.s" | median)
 		GP[agg$cap]=$(iperf3_goodput "$TMPD/agg$cap.json")
 	done
 	for cc in bbr cubic; do
+		[[ $REPORT == 1 ]] || break
 		CWND[$cc]=$(ss_samples "$TMPD/$cc.ss" "$SKIP" | ss_field cwnd | median)
 		GP[$cc]=$(iperf3_goodput "$TMPD/$cc.json")
 	done

@@ -21,7 +21,7 @@ source "$(dirname "$0")/lib.sh"
 
 SECS=${BBRX_IPV6_SECS:-8}
 NPAIR=0
-GP4= GP6= BW4= BW6=
+GP4='' GP6='' BW4='' BW6=''
 
 ipv6_setsockopt()
 {

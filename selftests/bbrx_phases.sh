@@ -3,7 +3,8 @@
 #
 # The BBR model's phases, seen through /proc/net/bbrx_stat and `ss -ti`, on
 # the 100 Mbit/s, 20 ms path:
-#  - STARTUP -> DRAIN -> PROBE_BW (counters; ss pacing_gain cycles through
+#  - STARTUP -> DRAIN -> PROBE_BW (counters; the pacing_gain of the
+#    bbrx_round events, or of ss samples without tracefs, cycles through
 #    1.25 / 0.75 / 1 afterwards and never goes back to the STARTUP gain);
 #  - PROBE_RTT: none in the 8 s flow above with the default 10 s min_rtt
 #    window; with a short window (BBRX_PHASES_RTT_WIN_MS, 1000, over a
@@ -70,14 +71,29 @@ stat_deltas()
 }
 
 # pb_flow: the 8 s bulk flow that startup_drain_probebw and
-# probe_rtt_default_window read (once).
+# probe_rtt_default_window read (once).  With tracefs, its bbrx_round
+# events go to pb.rounds: one line per round whatever the guest's speed,
+# where ss, sampled as fast as the guest runs it (53 samples in 8 s on
+# 6.1, 2026-12-02), sees each one-round phase of the gain cycle only a few
+# times.
 pb_flow()
 {
 	[[ -n ${PB_RC:-} ]] && return
+	if [[ -n $EV_ROUND ]]; then
+		echo 0 >"$TRACEFS/events/bbrx/enable"
+		: >"$TRACEFS/trace"
+		echo 1 >"$EV_ROUND/enable" && echo 1 >"$TRACEFS/tracing_on" || EV_ROUND=
+	fi
 	stat_snap "$TMPD/s0"
 	FLOW_SS=0.05 flow_run pb bbrx 8
 	PB_RC=$?
 	stat_snap "$TMPD/s1"
+	if [[ -n $EV_ROUND ]]; then
+		echo 0 >"$EV_ROUND/enable"
+		awk -v sp=" sport=$FLOW_CPORT " '/ bbrx_round: / && index($0, sp) {
+			sub(/.* bbrx_round: /, ""); print }' "$TRACEFS/trace" >"$TMPD/pb.rounds"
+		: >"$TRACEFS/trace"
+	fi
 	log_info "counters: $(stat_deltas "$TMPD/s0" "$TMPD/s1")"
 	BULK_APPLIMITED=$(stat_delta AppLimited "$TMPD/s0" "$TMPD/s1")
 	PB_PROBERTT=$(stat_delta ProbeRttEnter "$TMPD/s0" "$TMPD/s1")
@@ -100,29 +116,41 @@ startup_drain_probebw()
 	((d_rtt == 0))
 	check_err $? "ProbeRttEnter +$d_rtt in an 8 s flow with the 10 s window"
 
-	ss_samples "$TMPD/pb.ss" >"$TMPD/pb.all"
+	if [[ -s $TMPD/pb.rounds ]]; then
+		# Gains in 1/256 as ss prints them; "late": from the first
+		# PROBE_BW round on.
+		src="bbrx_round events"
+		awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^(pacing|cwnd)_gain=/) {
+			split($i, p, "="); $i = p[1] "=" p[2] / 256 } print }' \
+			"$TMPD/pb.rounds" >"$TMPD/pb.all"
+		awk 'f || / mode=PROBE_BW / { f = 1; print }' "$TMPD/pb.all" >"$TMPD/pb.late"
+	else
+		src="ss samples (no tracefs); late: after 2 s"
+		ss_samples "$TMPD/pb.ss" >"$TMPD/pb.all"
+		ss_samples "$TMPD/pb.ss" 2 >"$TMPD/pb.late"
+	fi
 	n=$(wc -l <"$TMPD/pb.all")
 	# Sample index of the first PROBE_BW gain and of the last STARTUP gain.
 	first_pb=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^pacing_gain=(1|1\.25|0\.75)$/) { print NR; exit } }' "$TMPD/pb.all")
 	last_su=$(awk -v g=$STARTUP_GAIN_MIN '{ for (i = 1; i <= NF; i++) if ($i ~ /^pacing_gain=/) { split($i, p, "="); if (p[2] + 0 > g) l = NR } } END { print l + 0 }' "$TMPD/pb.all")
 	su=$(ss_field pacing_gain "pacing_gain > $STARTUP_GAIN_MIN" <"$TMPD/pb.all" | head -n 1)
 	dr=$(ss_field pacing_gain 'pacing_gain < 0.5' <"$TMPD/pb.all" | head -n 1)
-	ss_samples "$TMPD/pb.ss" 2 >"$TMPD/pb.late"
 	n_up=$(ss_field pacing_gain 'pacing_gain == 1.25' <"$TMPD/pb.late" | wc -l)
 	n_down=$(ss_field pacing_gain 'pacing_gain == 0.75' <"$TMPD/pb.late" | wc -l)
 	n_one=$(ss_field pacing_gain 'pacing_gain == 1' <"$TMPD/pb.late" | wc -l)
 	gains=$(ss_field pacing_gain <"$TMPD/pb.late" | sort -g | uniq -c | awk '{ printf "%s x%s, ", $2, $1 }')
-	log_info "$n ss samples; STARTUP gain seen: ${su:-no}, DRAIN gain seen: ${dr:-no};" \
-		"after 2 s: $gains"
-	log_info "cwnd_gain after 2 s: $(ss_field cwnd_gain <"$TMPD/pb.late" | sort -u | tr '\n' ' ')"
+	log_info "$n $src; STARTUP gain seen: ${su:-no}, DRAIN gain seen: ${dr:-no};" \
+		"late: $gains"
+	log_info "cwnd_gain late: $(ss_field cwnd_gain <"$TMPD/pb.late" | sort -u | tr '\n' ' ');" \
+		"$(ss_samples "$TMPD/pb.ss" | wc -l) ss samples"
 
 	[[ -n $first_pb ]]
 	check_err $? "no PROBE_BW pacing_gain (1.25/0.75/1) in $n samples"
 	((last_su < ${first_pb:-0} || last_su == 0))
 	check_err $? "STARTUP gain seen (sample $last_su) after PROBE_BW (sample $first_pb)"
 	((n_up > 0 && n_down > 0 && n_one > n_up && n_one > n_down))
-	check_err $? "PROBE_BW gains after 2 s: 1.25 x$n_up, 0.75 x$n_down, 1 x$n_one"
-	log_test "STARTUP -> DRAIN -> PROBE_BW (counters, gain cycle in ss)"
+	check_err $? "PROBE_BW gains (late $src): 1.25 x$n_up, 0.75 x$n_down, 1 x$n_one"
+	log_test "STARTUP -> DRAIN -> PROBE_BW (counters, gain cycle)" "$src"
 }
 
 # The 8 s flow of startup_drain_probebw, shorter than the 10 s window by
@@ -187,7 +215,7 @@ probe_rtt_short_window()
 # Bursts with idle time between them: the min_rtt window (100 ms) expires
 # during each burst, PROBE_RTT starts, the burst ends, and the next write
 # comes after probe_rtt_ms (50) has passed, with nothing in flight.
-IDLE_ROUNDS=${BBRX_IDLE_ROUNDS:-20}
+IDLE_ROUNDS=${BBRX_IDLE_ROUNDS:-10}	# 20 gave 11 entries, 10 idle exits (6.1, 2026-12-02)
 
 probe_rtt_idle_exit()
 {
@@ -353,6 +381,10 @@ require_qdisc tbf netem htb
 iperf3_server_start || exit 1
 sink_start || { echo "# sink did not start"; exit 1; }
 path_bottleneck 1 || { echo "# shaping failed"; exit 1; }
+EV_ROUND=
+tracefs_find trace && [[ -d $TRACEFS/events/bbrx/bbrx_round ]] &&
+	EV_ROUND=$TRACEFS/events/bbrx/bbrx_round
+trap '[[ -n $EV_ROUND ]] && echo 0 >"$EV_ROUND/enable"; cleanup' EXIT
 
 tests_run
 tests_done

@@ -8,8 +8,9 @@
 # (the calibration below took 3.4 to 7 s on one host), so an absolute
 # floor fails on a slow run (CI, 2026-12-02: 79.56 against 80.17 Mbit/s)
 # where a side-by-side ratio does not.  From above, bw is bounded by the
-# configured tbf rate.  The comparison (ipv6_vs_ipv4) is retried once with
-# one more IPv4/IPv6 pair, the medians then over both pairs.
+# configured tbf rate.  The comparison (ipv6_vs_ipv4) takes the best flow
+# of each family (a busy host only takes goodput away) and is retried once
+# with one more IPv4/IPv6 pair, over both pairs then.
 
 ALL_TESTS="
 	ipv6_setsockopt
@@ -97,8 +98,14 @@ ipv6_flow()
 	log_test "IPv6 bbrx flow through the router" "bw $bw <= $hi Mbit/s, mrtt $mrtt ms"
 }
 
+# largest of the arguments
+best()
+{
+	printf '%s\n' "$@" | sort -g | tail -n 1
+}
+
 # Below the tbf rate, bw and goodput follow what the guest's CPU delivers:
-# IPv6 against IPv4 on the same path in the same run (medians over pairs).
+# IPv6 against IPv4 on the same path in the same run (best flow of each).
 ipv6_vs_ipv4()
 {
 	local gp gp4 bw bw4 lo
@@ -106,14 +113,14 @@ ipv6_vs_ipv4()
 	((TEST_ATTEMPT > 0 || NPAIR == 0)) && pair_run
 	[[ -z $FLOW_FAILS ]]
 	check_err $? "flows failed:$FLOW_FAILS"
-	gp=$(median $GP6) gp4=$(median $GP4) bw=$(median $BW6) bw4=$(median $BW4)
+	gp=$(best $GP6) gp4=$(best $GP4) bw=$(best $BW6) bw4=$(best $BW4)
 	fcmp "$bw" '>=' "$(calc "0.8 * $bw4")"
-	check_ratio $? "IPv6 median bw $bw Mbit/s < 0.8 x IPv4's $bw4"
+	check_ratio $? "IPv6 bw $bw Mbit/s < 0.8 x IPv4's $bw4"
 	# IPv6 headers leave 1428 payload bytes per 1514-byte frame, IPv4
 	# (with timestamps) 1448: IPv6 within 15% of IPv4 after that.
 	lo=$(calc "0.85 * $gp4 * 1428 / 1448")
 	fcmp "$gp" '>=' "$lo"
-	check_ratio $? "IPv6 median goodput $gp Mbit/s < $lo (85% of IPv4's $gp4 scaled to IPv6 payload)"
+	check_ratio $? "IPv6 goodput $gp Mbit/s < $lo (85% of IPv4's $gp4 scaled to IPv6 payload)"
 	log_test "IPv6 goodput and bw beside IPv4's" \
 		"goodput $gp vs $gp4, bw $bw vs $bw4 Mbit/s ($NPAIR pairs)"
 }

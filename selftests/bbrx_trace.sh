@@ -27,10 +27,11 @@
 #                 delivered, the rounds' delivered packets summing to what
 #                 iperf3 received (0.9-1.05), their lost packets to at most
 #                 1.2 x its retransmits + 10 (and > 0 when there were any);
-#                 bbrx reports no inflight bounds, bbrx3 reports an inflight_hi exactly when its counters say
-#                 it set one (Bbrx3InflightHiLoss/HiEcn/StartupExitCong),
-#                 which the shallow buffer must make happen, and its phases
-#                 are named DOWN/CRUISE/REFILL/UP.
+#                 bbrx reports no inflight bounds, bbrx3 reports an
+#                 inflight_hi exactly when its counters say it set one
+#                 (Bbrx3InflightHiLoss/HiEcn/StartupExitCong), which the
+#                 shallow buffer must make happen, and its phases are
+#                 named DOWN/CRUISE/REFILL/UP.
 #   trace_hooks   each hook decision with its policy on (scope 1), one 2 s
 #                 flow each: autocork 1 corked, autocork 3 declined (500-byte
 #                 writes; tbf on the sender's NIC so skbs stay charged),

@@ -8,7 +8,7 @@
 #	policer   a 20 Mbit/s token-bucket policer (burst 64 KB, exceeding
 #		  packets dropped), 40 ms, sender GSO and TSO off
 # On each path bbrx3 and in-tree bbr (v1, which bbrx v1 follows) alternate,
-# BBRX3_PATHS_REPS (default 2) flows of BBRX3_PATHS_SECS (8 s) each; cubic
+# BBRX3_PATHS_REPS (default 2) flows of BBRX3_PATHS_SECS (10 s) each; cubic
 # joins with BBRX3_PATHS_MODES="bbrx3 bbr cubic" (make check-full), for the
 # README's goals (retransmits against cubic's).  Asserts, per path:
 #	- bbrx3 set a loss bound (Bbrx3InflightHiLoss or Bbrx3InflightLoLoss
@@ -28,7 +28,7 @@ ALL_TESTS="
 "
 source "$(dirname "$0")/lib.sh"
 
-SECS=${BBRX3_PATHS_SECS:-8}
+SECS=${BBRX3_PATHS_SECS:-10}
 REPS=${BBRX3_PATHS_REPS:-2}
 PATHS="shallow policer"
 MODES=${BBRX3_PATHS_MODES:-"bbrx3 bbr"}

@@ -14,7 +14,7 @@
 # GSO and TSO off so that the policer drops packets, not 64 KB aggregates
 # (20 s flows on this path before bbrx had lt_bw: cubic 263, in-tree bbr
 # 2189, bbrx 2742 retransmits).  Modes alternate within each repetition
-# (BBRX_POLICER_REPS, default 2), one bbrx flow of BBRX_POLICER_SECS (8) each:
+# (BBRX_POLICER_REPS, default 2), one bbrx flow of BBRX_POLICER_SECS (10) each:
 #	lt_bw 1   the kernel's rule (default)
 #	lt_bw 0   no long-term sampling (bbrx before 2026-12-01)
 # plus, with BBRX_POLICER_MODES="lt1 lt0 bbr cubic" (make check-full), one
@@ -31,7 +31,7 @@ ALL_TESTS="
 "
 source "$(dirname "$0")/lib.sh"
 
-SECS=${BBRX_POLICER_SECS:-8}
+SECS=${BBRX_POLICER_SECS:-10}
 REPS=${BBRX_POLICER_REPS:-2}
 POLICE_RATE=20		# Mbit/s
 POLICE_BURST=65536	# bytes

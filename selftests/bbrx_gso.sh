@@ -33,7 +33,10 @@
 # uncapped formula.  That cap binds only at a pacing rate above 127 x 16
 # segments a second (6.3 Mbit/s at MSS 388) whatever the MSS: a floor in
 # the definition of the cap, about a tenth of the slowest unshaped flow
-# seen under TCG.
+# seen under TCG on an idle host, but reached by a guest sharing two cores
+# with two other VMs (2026-12-02: 4.9-8 Mbit/s). Below it the formula is
+# still checked and the cap logged as not reached; BBRX_GSO_CAP_STRICT=1
+# (check-full) makes the cap itself a pass/fail condition.
 #
 # BBRX_GSO_REPS runs of each gso_cap arm (2; long form 3), BBRX_GSO_SECS
 # (6 s) each.  BBRX_GSO_REPORT=1 (check-full) adds the report-only arms:
@@ -312,10 +315,19 @@ gso_goal_cap_small_mss()
 	check_err $? "flows failed:$FLOW_FAILS"
 	((n >= 1))
 	check_err $? "no PROBE_BW samples"
-	fcmp "$raw" '>' 127
-	check_err $? "uncapped goal $raw not above 127: the cap does not bind"
 	in_range "$res" "-$TOL" "$TOL"
 	check_err $? "median cwnd - formula with the goal at 127 = $res (tolerance $TOL)"
+	# Below 2032 packets/s the cap cannot bind: a guest too slow for that
+	# rate says so here (make check); check-full asserts that it bound.
+	if fcmp "$raw" '<=' 127 && [[ ${BBRX_GSO_CAP_STRICT:-0} != 1 ]]; then
+		log_info "uncapped goal $raw <= 127: the guest paced below the rate where the cap binds;" \
+			"the cap is asserted with BBRX_GSO_CAP_STRICT=1 (check-full)"
+		log_test "burst goal formula at a small MSS (cap not reached at this guest's rate)" \
+			"uncapped $raw, residual $res"
+		return
+	fi
+	fcmp "$raw" '>' 127
+	check_err $? "uncapped goal $raw not above 127: the cap does not bind"
 	fcmp "$resu" '<' "$(calc "-$margin * 10")"
 	check_err $? "cwnd not below the uncapped formula by tso_margin x 10 ($resu)"
 	log_test "burst goal capped at 127 segments at a small MSS" \

@@ -8,7 +8,7 @@
 #   make demo            build for the VM kernel, boot it, print a comparison
 #   make check           what CI runs (scripts/check): version, checkpatch,
 #                        W=1 + sparse builds for every pinned kernel, DKMS,
-#                        the Debian package, a one-arm bench, and the
+#                        the Debian package, the bench's smoke form, the
 #                        selftests scripts/lanes.conf puts in "check" (every
 #                        functional test on the default kernel, what each
 #                        other booted build adds); ends with a time table
@@ -18,13 +18,15 @@
 #   make check-stress-NAME  the stress tests' full counts on kernel NAME
 #   make check-scale     stress_scale with 1000 flows (out of reach under TCG)
 #   make check-full-bench   the QUICK bench, every scenario, checked for form
+#   make check-cost      hook_cost under an instruction clock (part of
+#                        check-full)
 #   make check-debug     the selftests on a KASAN/KFENCE/lockdep/kmemleak
 #                        kernel built once per machine (slow; not in check)
 #   make deb             the Debian package tcp-bbrx-dkms (DKMS source,
 #                        modprobe.d hook), built in a staged copy; the .deb
 #                        lands in .cache/deb/
 #   make check-deb       install that package in an overlay of / (chroot),
-#                        check DKMS's builds for every pinned kernel, purge
+#                        check DKMS's builds for the "full" kernels, purge
 #                        it, check that nothing is left (part of check)
 #   KVER=NAME            any VM target on another pinned kernel, e.g.
 #                        make demo KVER=cloud-6.12

@@ -133,18 +133,20 @@ bench: vm-build
 # script path and plot), check-full-bench every QUICK=1 scenario.
 BENCH_CHECK_DIR := $(CACHE)/bench-check
 BENCH_ENV = VM_KVER=$(VM_KVER) VM_KO=$(VM_KO)
-check-bench: deps $(VM_KO)
+# bench_form QUICK DIR: run the bench in that form into DIR, check its form.
+define bench_form
 	$(MAKE) -s -C $(ROOT)/selftests helpers
-	$(BENCH_ENV) BENCH_RESULTS=$(BENCH_CHECK_DIR) QUICK=2 $(ROOT)/scripts/bench || \
+	$(BENCH_ENV) BENCH_RESULTS=$(2) QUICK=$(1) $(ROOT)/scripts/bench || \
 		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
-	QUICK=2 $(ROOT)/scripts/bench-check $(BENCH_CHECK_DIR)
+	QUICK=$(1) $(ROOT)/scripts/bench-check $(2)
+endef
+
+check-bench: deps $(VM_KO)
+	$(call bench_form,2,$(BENCH_CHECK_DIR))
 
 BENCH_FULL_DIR := $(CACHE)/bench-check-full
 check-full-bench: deps $(VM_KO)
-	$(MAKE) -s -C $(ROOT)/selftests helpers
-	$(BENCH_ENV) BENCH_RESULTS=$(BENCH_FULL_DIR) QUICK=1 $(ROOT)/scripts/bench || \
-		echo "bench: exit $$? (a flow or a boot failed); checking what it produced" >&2
-	QUICK=1 $(ROOT)/scripts/bench-check $(BENCH_FULL_DIR)
+	$(call bench_form,1,$(BENCH_FULL_DIR))
 
 # bbrx against in-tree bbr, 7 alternating runs each on four paths, into the
 # cache; scripts/bench-fidelity asserts that bbrx's runs and bbr's overlap

@@ -10,7 +10,8 @@
 #   - `dpkg -i` runs Debian's DKMS postinst with `uname -r` answering the
 #     default pinned kernel (the chroot would otherwise report the host's
 #     running kernel), then `dkms autoinstall -k` covers the other kernels
-#     of the "full" lane (scripts/kernels.conf: 6.1 and 6.12 cloud), as an
+#     of the "full" lane the host installs (scripts/kernels.conf: 6.1 and
+#     6.12 cloud), as an
 #     admin would; each must show
 #     tcp_bbrx/<version> installed, with its .ko in updates/dkms;
 #   - `dpkg --purge` must remove everything: the source, the modprobe.d hook,
@@ -46,7 +47,8 @@ m=$tmp/m
 u=$tmp/u
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$root/dkms.conf")
 default_kver=$("$root/scripts/vm-kver")
-mapfile -t kvers < <("$root/scripts/vm-kver" --list full | cut -d' ' -f2)
+# the host's own builds; a chroot suite's (trixie) are not in this root
+mapfile -t kvers < <("$root/scripts/vm-kver" --list host | awk '$3 == "full" { print $2 }')
 
 mkdir -p "$m" "$u" "$tmp/w"
 trap 'umount -R "$m" 2>/dev/null || umount -R -l "$m"' EXIT

@@ -19,6 +19,12 @@
 #     upper dir then holds nothing new but dpkg's database, logs and caches,
 #     depmod's indexes and DKMS's signing key.
 #
+# With DEB_CHECK_SUITE=SUITE (e.g. trixie) the overlay's lower dir is that
+# suite's build chroot (scripts/suite) instead of the host's root, with the
+# package's dependencies and the suite's pinned kernels (image and headers;
+# scripts/kernels.conf: Debian 13's 6.12 and trixie-backports' 7.3)
+# installed in it first.
+#
 # Prints TAP-like "ok N" / "not ok N" lines and a summary; exits non-zero
 # on any failure. Needs root (mounts). The builds run at nice 10.
 set -euo pipefail
@@ -32,6 +38,24 @@ if [[ ${1:-} != --inside ]]; then
 	deb=$(readlink -f "${1:?usage: deb-check.sh DEB}")
 	[[ -f $deb ]] || { echo "deb-check: no such package: $deb" >&2; exit 1; }
 	[[ $(id -u) -eq 0 ]] || { echo "deb-check: needs root (mount, chroot)" >&2; exit 1; }
+	if [[ -n ${DEB_CHECK_SUITE:-} ]]; then
+		mapfile -t rels < <("$root/scripts/vm-kver" --list chroot |
+			awk -v s="$DEB_CHECK_SUITE" '$4 == s || $4 == s "-backports" { print $2, $4 }')
+		[[ ${#rels[@]} -gt 0 ]] || { echo "deb-check: no pinned build of $DEB_CHECK_SUITE" >&2; exit 1; }
+		# the package's dependencies (first of each alternative), as apt
+		# would bring them on a Debian 13 host
+		mapfile -t pdeps < <(dpkg-deb -f "$deb" Depends | tr ',' '\n' |
+			sed 's/|.*//; s/(.*//; s/[[:space:]]//g' | grep -v '^$')
+		# and the kernels themselves (image and headers, each from its
+		# suite), as on a host that runs them
+		ok=1
+		"$root/scripts/suite" install "$DEB_CHECK_SUITE" "${pdeps[@]}" || ok=0
+		for r in "${rels[@]}"; do
+			read -r rel suite <<<"$r"
+			"$root/scripts/suite" install "$suite" "linux-image-$rel" "linux-headers-$rel" || ok=0
+		done
+		((ok)) || { echo "deb-check: the $DEB_CHECK_SUITE chroot could not be prepared" >&2; exit 1; }
+	fi
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/bbrx-deb-check.XXXXXX")
 	# The mounts live only in the child's namespace and go with it, so the
 	# host sees plain directories here and can remove them.
@@ -46,13 +70,20 @@ deb=$3
 m=$tmp/m
 u=$tmp/u
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$root/dkms.conf")
+lower=/
 default_kver=$("$root/scripts/vm-kver")
 # the host's own builds; a chroot suite's (trixie) are not in this root
 mapfile -t kvers < <("$root/scripts/vm-kver" --list host | awk '$3 == "full" { print $2 }')
+if [[ -n ${DEB_CHECK_SUITE:-} ]]; then
+	lower=$("$root/scripts/suite" root "$DEB_CHECK_SUITE")
+	mapfile -t kvers < <("$root/scripts/vm-kver" --list chroot |
+		awk -v s="$DEB_CHECK_SUITE" '$4 == s || $4 == s "-backports" { print $2 }')
+	default_kver=${kvers[0]}
+fi
 
 mkdir -p "$m" "$u" "$tmp/w"
 trap 'umount -R "$m" 2>/dev/null || umount -R -l "$m"' EXIT
-mount -t overlay overlay -o "lowerdir=/,upperdir=$u,workdir=$tmp/w" "$m"
+mount -t overlay overlay -o "lowerdir=$lower,upperdir=$u,workdir=$tmp/w" "$m"
 for d in proc sys dev; do
 	mount --bind "/$d" "$m/$d"
 done
@@ -108,11 +139,11 @@ upper_changes()
 			path=/${line#* }
 			case $type in
 			c) echo "removed $path" ;;
-			d) [[ -d $path && ! -L $path ]] || echo "new dir $path" ;;
-			l) [[ -L $path && $(readlink "$path") == "$(readlink "$u$path")" ]] ||
+			d) [[ -d ${lower%/}$path && ! -L ${lower%/}$path ]] || echo "new dir $path" ;;
+			l) [[ -L ${lower%/}$path && $(readlink "${lower%/}$path") == "$(readlink "$u$path")" ]] ||
 				echo "new link $path" ;;
-			*) [[ -f $path && ! -L $path ]] && cmp -s "$path" "$u$path" ||
-				echo "new file $path" ;;
+			*) [[ -f ${lower%/}$path && ! -L ${lower%/}$path ]] &&
+				cmp -s "${lower%/}$path" "$u$path" || echo "new file $path" ;;
 			esac
 		done
 }

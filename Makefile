@@ -79,7 +79,7 @@ KBUILD_OPTS := W=1
 .PHONY: all modules clean install load unload deps update-kernels vm-build demo check \
 	check-style check-sparse check-dkms check-compile check-lanes check-version check-debug \
 	bench check-bench check-fidelity check-cost deb check-deb check-full check-scale \
-	check-full-bench
+	check-full-bench check-deb-trixie
 
 $(CACHE)/build/%/tcp_bbrx.ko: $(MODULE_SRCS)
 	$(ROOT)/scripts/build-kernels $*
@@ -184,6 +184,12 @@ deb: deps check-version
 check-deb: deb
 	$(ROOT)/scripts/deb-check.sh $(DEB_DIR)/tcp-bbrx-dkms_$(VERSION)_all.deb
 
+# The same package installed into Debian 13 (the trixie build chroot,
+# scripts/suite), DKMS building for its 6.12 and trixie-backports' 7.3;
+# part of check-full.
+check-deb-trixie: deb
+	DEB_CHECK_SUITE=trixie $(ROOT)/scripts/deb-check.sh $(DEB_DIR)/tcp-bbrx-dkms_$(VERSION)_all.deb
+
 # The selftests of lanes.conf's "check" group on every booted kernel
 # (scripts/lanes; one test on one kernel: scripts/lanes check -k NAME -t TEST).
 check-lanes: deps
@@ -248,7 +254,9 @@ check-cost: deps $(VM_KO)
 
 # check-full: each target fits in CI's 90 minutes on its own (times in
 # docs/results/); run them one at a time on an idle host.
-FULL_KERNELS := $(shell $(ROOT)/scripts/vm-kver --list boot | cut -d' ' -f1)
+# the kernels lanes.conf gives a "full" line
+FULL_KERNELS := $(shell awk '$$1 == "full" { n = split($$2, k, ","); for (i = 1; i <= n; i++) print k[i] }' \
+	$(ROOT)/scripts/lanes.conf | sort -u)
 check-full-%: deps
 	$(ROOT)/scripts/build-kernels $*
 	$(ROOT)/scripts/lanes full -k $*
@@ -262,7 +270,7 @@ check-scale: deps
 	$(ROOT)/scripts/lanes scale
 
 check-full: $(addprefix check-full-,$(FULL_KERNELS)) check-stress-cloud-6.1 \
-	check-stress-cloud-6.12 check-full-bench check-fidelity check-cost
+	check-stress-cloud-6.12 check-full-bench check-fidelity check-cost check-deb-trixie
 
 # What CI runs (.ci/run): scripts/check, stage by stage, with a time table.
 check:

@@ -43,6 +43,7 @@ enum bbrx_stat_item {
 	BBRX_STAT_DELACK_PUSH_SUPPRESSED, /* >= rcv_mss PSH: no PUSHED mark */
 	BBRX_STAT_LT_BW_USED,		/* policer found: pacing at lt_bw */
 	BBRX_STAT_PROBE_RTT_IDLE_EXIT,	/* PROBE_RTT ended on restart from idle */
+	BBRX_STAT_IDLE_RESTART,		/* sending restarted after idle */
 	BBRX3_STAT_SOCKETS_INIT,	/* sockets that chose bbrx3 */
 	BBRX3_STAT_STARTUP_EXIT,	/* bbrx3 STARTUP ended: plateau */
 	BBRX3_STAT_STARTUP_EXIT_CONG,	/* bbrx3 STARTUP ended: loss or ECN */
@@ -52,6 +53,7 @@ enum bbrx_stat_item {
 	BBRX3_STAT_INFLIGHT_LO_LOSS,	/* bw_lo/inflight_lo cut: lossy round */
 	BBRX3_STAT_INFLIGHT_LO_ECN,	/* inflight_lo cut: CE-marked round */
 	BBRX3_STAT_PROBE_RTT_ENTER,	/* bbrx3 PROBE_RTT entered */
+	BBRX3_STAT_IDLE_RESTART,	/* bbrx3 sending restarted after idle */
 	BBRX_STAT_MAX
 };
 

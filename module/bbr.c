@@ -321,16 +321,21 @@ static bool bbrx_check_probe_rtt_done(struct sock *sk, struct bbrx_net *bn)
 	return true;
 }
 
-static void bbrx_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+/*
+ * Sending starts with nothing in flight (CA_EVENT_TX_START; compat.h says
+ * which op the kernel calls). Restarting from idle: do not burst at a
+ * probing gain.
+ */
+static void bbrx_tx_start(struct sock *sk)
 {
 	struct bbrx_net *bn = bbrx_sk_net(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx *b = inet_csk_ca(sk);
 
-	if (event != CA_EVENT_TX_START || !tp->app_limited)
+	if (!tp->app_limited)
 		return;
 
-	/* Restarting from idle: do not burst at a probing gain. */
+	bbrx_stat_inc(bn, BBRX_STAT_IDLE_RESTART);
 	b->idle_restart = 1;
 	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
 	if (b->mode == BBRX_PROBE_BW)
@@ -1001,6 +1006,7 @@ u32 bbrx_sndbuf_expand(struct sock *sk)
 }
 
 BBRX_DEFINE_CONG_CONTROL_WRAPPER(bbrx_cong_control)
+BBRX_DEFINE_TX_START_WRAPPER(bbrx_tx_start)
 
 static_assert(sizeof(struct bbrx) <= ICSK_CA_PRIV_SIZE);
 
@@ -1014,7 +1020,7 @@ struct tcp_congestion_ops bbrx_cong_ops __read_mostly = {
 	.cong_control	= BBRX_CONG_CONTROL(bbrx_cong_control),
 	.sndbuf_expand	= bbrx_sndbuf_expand,
 	.undo_cwnd	= bbrx_undo_cwnd,
-	.cwnd_event	= bbrx_cwnd_event,
+	BBRX_TX_START_OP(bbrx_tx_start),
 	.ssthresh	= bbrx_ssthresh,
 	.min_tso_segs	= bbrx_min_tso_segs,
 	.get_info	= bbrx_get_info,

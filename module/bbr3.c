@@ -269,7 +269,7 @@ static bool b3_ecn_eligible(struct sock *sk, const struct bbrx_net *bn)
 	u32 gate = READ_ONCE(bn->bbrx3_ecn_max_rtt_us);
 
 	return READ_ONCE(bn->bbrx3_ecn) &&
-	       (tcp_sk(sk)->ecn_flags & TCP_ECN_OK) &&
+	       bbrx_ecn_ok(tcp_sk(sk)) &&
 	       (!gate || b->min_rtt_us <= gate);
 }
 
@@ -970,13 +970,15 @@ static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
 	b3_set_cwnd(sk, bn, rs, bw);
 }
 
-static void bbrx3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+/* Sending starts with nothing in flight: as bbrx_tx_start() (bbr.c). */
+static void bbrx3_tx_start(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx3 *b = inet_csk_ca(sk);
 
-	if (event != CA_EVENT_TX_START || !tp->app_limited)
+	if (!tp->app_limited)
 		return;
+	bbrx_stat_inc(bbrx_sk_net(sk), BBRX3_STAT_IDLE_RESTART);
 	/* restarting from idle: do not burst at a probing gain */
 	b->idle_restart = 1;
 	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
@@ -1065,6 +1067,7 @@ static size_t bbrx3_get_info(struct sock *sk, u32 ext, int *attr,
 }
 
 BBRX_DEFINE_CONG_CONTROL_WRAPPER(bbrx3_cong_control)
+BBRX_DEFINE_TX_START_WRAPPER(bbrx3_tx_start)
 
 static_assert(sizeof(struct bbrx3) <= ICSK_CA_PRIV_SIZE);
 
@@ -1078,7 +1081,7 @@ struct tcp_congestion_ops bbrx3_cong_ops __read_mostly = {
 	.cong_control	= BBRX_CONG_CONTROL(bbrx3_cong_control),
 	.sndbuf_expand	= bbrx_sndbuf_expand,
 	.undo_cwnd	= bbrx3_undo_cwnd,
-	.cwnd_event	= bbrx3_cwnd_event,
+	BBRX_TX_START_OP(bbrx3_tx_start),
 	.ssthresh	= bbrx3_ssthresh,
 	.min_tso_segs	= bbrx_min_tso_segs,
 	.get_info	= bbrx3_get_info,

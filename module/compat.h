@@ -36,6 +36,41 @@ static void fn##_ack_flag(struct sock *sk, u32 ack, int flag,		\
 #endif
 
 /*
+ * 7.1 hands CA_EVENT_TX_START (sending starts with nothing in flight) only
+ * to a new op, .cwnd_event_tx_start, and no longer to .cwnd_event
+ * (upstream d1e59a469737, "tcp: add cwnd_event_tx_start to
+ * tcp_congestion_ops"). The models act on no other event, so they give the
+ * kernel one handler, @fn(sk), through whichever op it calls.
+ */
+#ifdef BBRX_HAVE_CWND_EVENT_TX_START
+#define BBRX_TX_START_OP(fn)	.cwnd_event_tx_start = fn
+#define BBRX_DEFINE_TX_START_WRAPPER(fn)
+#else
+#define BBRX_TX_START_OP(fn)	.cwnd_event = fn##_event
+#define BBRX_DEFINE_TX_START_WRAPPER(fn)				\
+static void fn##_event(struct sock *sk, enum tcp_ca_event event)	\
+{									\
+	if (event == CA_EVENT_TX_START)					\
+		fn(sk);							\
+}
+#endif
+
+/*
+ * Is ECN in use on the connection? Kernels with AccECN (seen in 7.2 and
+ * 7.3 headers) replaced the TCP_ECN_OK flag by ECN modes, RFC 3168 or
+ * AccECN (tcp_ecn_mode_any()); a CE mark reaches tp->delivered_ce in
+ * either mode.
+ */
+static inline bool bbrx_ecn_ok(const struct tcp_sock *tp)
+{
+#ifdef BBRX_HAVE_TCP_ECN_MODE
+	return tcp_ecn_mode_any(tp);
+#else
+	return tp->ecn_flags & TCP_ECN_OK;
+#endif
+}
+
+/*
  * 6.6 added register_net_sysctl_sz() (upstream 3ae6c6bbc8a4) and later
  * kernels stopped needing the empty sentinel entry; our tables keep the
  * sentinel and pass the real count where the size is asked for.
@@ -92,9 +127,22 @@ static __always_inline void bbrx_fregs_set_ip(struct ftrace_regs *fregs,
  * IBT (CONFIG_X86_KERNEL_IBT: not in Debian 6.1, in 6.12) starts functions
  * with ENDBR64 before their ftrace site; the kernel overwrites the ENDBR of
  * functions it seals (never called indirectly) with a 4-byte poison NOP
- * (seen on 6.12's kallsyms_lookup_name under QEMU). is_endbr() accepts
- * both.
+ * (seen on 6.12's kallsyms_lookup_name under QEMU). The kernel's test of an
+ * instruction word accepts both: is_endbr(u32) until the kernel made
+ * is_endbr() take a pointer, out of line and unexported, and kept the
+ * word test inline as __is_endbr(u32) (seen in 7.2 and 7.3 headers).
  */
+static inline bool bbrx_is_endbr(u32 insn)
+{
+#ifndef BBRX_HAVE___IS_ENDBR
+	return is_endbr(insn);
+#elif defined(CONFIG_X86_KERNEL_IBT)
+	return __is_endbr(insn);
+#else
+	return false;	/* such headers define __is_endbr() only with IBT */
+#endif
+}
+
 static inline size_t bbrx_endbr_len(unsigned long func)
 {
 	u32 insn;
@@ -102,7 +150,7 @@ static inline size_t bbrx_endbr_len(unsigned long func)
 	if (!IS_ENABLED(CONFIG_X86_KERNEL_IBT) ||
 	    copy_from_kernel_nofault(&insn, (void *)func, sizeof(insn)))
 		return 0;
-	return is_endbr(insn) ? sizeof(insn) : 0;
+	return bbrx_is_endbr(insn) ? sizeof(insn) : 0;
 }
 
 /*
@@ -163,6 +211,26 @@ static inline s64 bbrx_rcvq_copied(const struct tcp_sock *tp)
 	return copied - (int)(tp->rcv_nxt - tp->copied_seq);
 #else
 	return (u32)(tp->copied_seq - tp->rcvq_space.seq);
+#endif
+}
+
+/*
+ * Kernels with tcp_rcvbuf_grow() (exported, 7.x) grow the receive buffer
+ * there, from tcp_rcv_space_adjust() and from tcp_data_queue_ofo(), with
+ * rules of their own (rcvwin = 2 * newval, tcp_rcvbuf_low_rtt, the
+ * out-of-order span). bbrx's rcvbuf_grow replaces the whole 6.12
+ * tcp_rcv_space_adjust(); on such a kernel it would apply 6.12's rules and
+ * miss the second caller, so it must not install.
+ *
+ * Return: why the rcvbuf_grow redirect does not fit this kernel (short:
+ * the hook's reason holds 95 characters), or NULL.
+ */
+static inline const char *bbrx_rcvbuf_grow_misfit(void)
+{
+#ifdef BBRX_HAVE_TCP_RCVBUF_GROW
+	return "growth moved to tcp_rcvbuf_grow() (also called for out-of-order data)";
+#else
+	return NULL;
 #endif
 }
 

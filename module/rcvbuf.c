@@ -150,10 +150,19 @@ int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len)
  * @reason: set to why not
  * @len: size of @reason
  *
+ * Refused where the kernel grows the buffer in tcp_rcvbuf_grow() (7.x,
+ * bbrx_rcvbuf_grow_misfit()).
+ *
  * Return: 0, or -ENOEXEC with @reason.
  */
 int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len)
 {
+	const char *misfit = bbrx_rcvbuf_grow_misfit();
+
+	if (misfit) {
+		snprintf(reason, len, "%s", misfit);
+		return -ENOEXEC;
+	}
 	BUILD_BUG_ON(!__same_type(&tcp_rcv_space_adjust,
 				  void (*)(struct sock *)));
 	return bbrx_hook_fentry(addr, bbrx_hook_fault(BBRX_HOOK_RCVBUF_GROW),

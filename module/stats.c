@@ -37,6 +37,7 @@ static const char * const bbrx_stat_names[BBRX_STAT_MAX] = {
 	[BBRX_STAT_DELACK_PUSH_SUPPRESSED] = "DelackPushSuppressed",
 	[BBRX_STAT_LT_BW_USED]		= "LtBwUsed",
 	[BBRX_STAT_PROBE_RTT_IDLE_EXIT]	= "ProbeRttIdleExit",
+	[BBRX_STAT_IDLE_RESTART]	= "IdleRestart",
 	[BBRX3_STAT_SOCKETS_INIT]	= "Bbrx3SocketsInit",
 	[BBRX3_STAT_STARTUP_EXIT]	= "Bbrx3StartupExit",
 	[BBRX3_STAT_STARTUP_EXIT_CONG]	= "Bbrx3StartupExitCong",
@@ -46,6 +47,7 @@ static const char * const bbrx_stat_names[BBRX_STAT_MAX] = {
 	[BBRX3_STAT_INFLIGHT_LO_LOSS]	= "Bbrx3InflightLoLoss",
 	[BBRX3_STAT_INFLIGHT_LO_ECN]	= "Bbrx3InflightLoEcn",
 	[BBRX3_STAT_PROBE_RTT_ENTER]	= "Bbrx3ProbeRttEnter",
+	[BBRX3_STAT_IDLE_RESTART]	= "Bbrx3IdleRestart",
 };
 
 /* Events of netns whose counters were already freed (bbrx_stats_late()). */

@@ -10,13 +10,20 @@
 #   - `dpkg -i` runs Debian's DKMS postinst with `uname -r` answering the
 #     default pinned kernel (the chroot would otherwise report the host's
 #     running kernel), then `dkms autoinstall -k` covers the other kernels
-#     of the "full" lane (scripts/kernels.conf: 6.1 and 6.12 cloud), as an
+#     of the "full" lane the host installs (scripts/kernels.conf: 6.1 and
+#     6.12 cloud), as an
 #     admin would; each must show
 #     tcp_bbrx/<version> installed, with its .ko in updates/dkms;
 #   - `dpkg --purge` must remove everything: the source, the modprobe.d hook,
 #     /etc/bbrx, DKMS's tree, the .ko files and their modules.dep lines; the
 #     upper dir then holds nothing new but dpkg's database, logs and caches,
 #     depmod's indexes and DKMS's signing key.
+#
+# With DEB_CHECK_SUITE=SUITE (e.g. trixie) the overlay's lower dir is that
+# suite's build chroot (scripts/suite) instead of the host's root, with the
+# package's dependencies and the suite's pinned kernels (image and headers;
+# scripts/kernels.conf: Debian 13's 6.12 and trixie-backports' 7.3)
+# installed in it first.
 #
 # Prints TAP-like "ok N" / "not ok N" lines and a summary; exits non-zero
 # on any failure. Needs root (mounts). The builds run at nice 10.
@@ -31,6 +38,24 @@ if [[ ${1:-} != --inside ]]; then
 	deb=$(readlink -f "${1:?usage: deb-check.sh DEB}")
 	[[ -f $deb ]] || { echo "deb-check: no such package: $deb" >&2; exit 1; }
 	[[ $(id -u) -eq 0 ]] || { echo "deb-check: needs root (mount, chroot)" >&2; exit 1; }
+	if [[ -n ${DEB_CHECK_SUITE:-} ]]; then
+		mapfile -t rels < <("$root/scripts/vm-kver" --list chroot |
+			awk -v s="$DEB_CHECK_SUITE" '$4 == s || $4 == s "-backports" { print $2, $4 }')
+		[[ ${#rels[@]} -gt 0 ]] || { echo "deb-check: no pinned build of $DEB_CHECK_SUITE" >&2; exit 1; }
+		# the package's dependencies (first of each alternative), as apt
+		# would bring them on a Debian 13 host
+		mapfile -t pdeps < <(dpkg-deb -f "$deb" Depends | tr ',' '\n' |
+			sed 's/|.*//; s/(.*//; s/[[:space:]]//g' | grep -v '^$')
+		# and the kernels themselves (image and headers, each from its
+		# suite), as on a host that runs them
+		ok=1
+		"$root/scripts/suite" install "$DEB_CHECK_SUITE" "${pdeps[@]}" || ok=0
+		for r in "${rels[@]}"; do
+			read -r rel suite <<<"$r"
+			"$root/scripts/suite" install "$suite" "linux-image-$rel" "linux-headers-$rel" || ok=0
+		done
+		((ok)) || { echo "deb-check: the $DEB_CHECK_SUITE chroot could not be prepared" >&2; exit 1; }
+	fi
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/bbrx-deb-check.XXXXXX")
 	# The mounts live only in the child's namespace and go with it, so the
 	# host sees plain directories here and can remove them.
@@ -45,12 +70,20 @@ deb=$3
 m=$tmp/m
 u=$tmp/u
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$root/dkms.conf")
+lower=/
 default_kver=$("$root/scripts/vm-kver")
-mapfile -t kvers < <("$root/scripts/vm-kver" --list full | cut -d' ' -f2)
+# the host's own builds; a chroot suite's (trixie) are not in this root
+mapfile -t kvers < <("$root/scripts/vm-kver" --list host | awk '$3 == "full" { print $2 }')
+if [[ -n ${DEB_CHECK_SUITE:-} ]]; then
+	lower=$("$root/scripts/suite" root "$DEB_CHECK_SUITE")
+	mapfile -t kvers < <("$root/scripts/vm-kver" --list chroot |
+		awk -v s="$DEB_CHECK_SUITE" '$4 == s || $4 == s "-backports" { print $2 }')
+	default_kver=${kvers[0]}
+fi
 
 mkdir -p "$m" "$u" "$tmp/w"
 trap 'umount -R "$m" 2>/dev/null || umount -R -l "$m"' EXIT
-mount -t overlay overlay -o "lowerdir=/,upperdir=$u,workdir=$tmp/w" "$m"
+mount -t overlay overlay -o "lowerdir=$lower,upperdir=$u,workdir=$tmp/w" "$m"
 for d in proc sys dev; do
 	mount --bind "/$d" "$m/$d"
 done
@@ -106,11 +139,11 @@ upper_changes()
 			path=/${line#* }
 			case $type in
 			c) echo "removed $path" ;;
-			d) [[ -d $path && ! -L $path ]] || echo "new dir $path" ;;
-			l) [[ -L $path && $(readlink "$path") == "$(readlink "$u$path")" ]] ||
+			d) [[ -d ${lower%/}$path && ! -L ${lower%/}$path ]] || echo "new dir $path" ;;
+			l) [[ -L ${lower%/}$path && $(readlink "${lower%/}$path") == "$(readlink "$u$path")" ]] ||
 				echo "new link $path" ;;
-			*) [[ -f $path && ! -L $path ]] && cmp -s "$path" "$u$path" ||
-				echo "new file $path" ;;
+			*) [[ -f ${lower%/}$path && ! -L ${lower%/}$path ]] &&
+				cmp -s "${lower%/}$path" "$u$path" || echo "new file $path" ;;
 			esac
 		done
 }

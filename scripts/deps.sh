@@ -31,18 +31,44 @@ PKGS=(
 	sparse linux-source-6.1
 	# benchmark plots
 	gnuplot-nox
+	# build chroots of the suites the host does not run (scripts/suite)
+	mmdebstrap
 )
-# The pinned kernel builds (scripts/kernels.conf): image and headers of the
-# ones the VM boots (full and smoke lanes), headers of the compile-only ones.
-while read -r _ rel lane; do
-	PKGS+=("linux-headers-$rel")
-	[[ $lane == compile ]] || PKGS+=("linux-image-$rel")
-done < <("$(dirname "$(readlink -f "$0")")/vm-kver" --list)
+SCRIPTS=$(dirname "$(readlink -f "$0")")
+RESOLVED=$(dirname "$SCRIPTS")/.cache/kernels.resolved
+
+installed()
+{
+	local st
+
+	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null || true)
+	[[ $st == ii* ]]
+}
+
+# The pinned kernel builds the host's APT serves (scripts/kernels.conf):
+# image and headers of the booted ones, headers of the compile-only ones.
+# A build deps.sh substituted earlier (kernels.resolved) counts as the pin
+# while it is installed.
+kpkgs() { echo "linux-headers-$1"; [[ $2 == compile ]] || echo "linux-image-$1"; }
+host_builds=()
+while read -r name rel lane _; do
+	sub=$(awk -v n="$name" '$1 == n { print $2 }' "$RESOLVED" 2>/dev/null || true)
+	if [[ -n $sub && $sub != "$rel" ]] && installed "linux-headers-$sub"; then
+		rel=$sub
+	fi
+	host_builds+=("$name $rel $lane")
+done < <(BBRX_PINS_ONLY=1 "$SCRIPTS/vm-kver" --list host)
 
 missing=()
 for p in "${PKGS[@]}"; do
-	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
-	[[ $st == ii* ]] || missing+=("$p")
+	installed "$p" || missing+=("$p")
+done
+kmissing=()
+for b in "${host_builds[@]}"; do
+	read -r name rel lane <<<"$b"
+	for p in $(kpkgs "$rel" "$lane"); do
+		installed "$p" || { kmissing+=("$b"); break; }
+	done
 done
 qemu_new_enough()
 {
@@ -58,9 +84,55 @@ want_bpo=0
 if [[ $codename == bookworm ]] && ! qemu_new_enough; then
 	want_bpo=1
 fi
-[[ ${#missing[@]} -eq 0 && $want_bpo -eq 0 ]] && exit 0
+# foreign_builds: the builds of suites the host does not run, each in its
+# suite's chroot (scripts/suite), the booted ones' images in the cache.
+foreign_builds()
+{
+	local name rel lane suite sub root new ok
 
-[[ ${#missing[@]} -eq 0 ]] || echo "deps.sh: installing: ${missing[*]}" >&2
+	while read -r name rel lane suite; do
+		sub=$(awk -v n="$name" '$1 == n { print $2 }' "$RESOLVED" 2>/dev/null || true)
+		root=$("$SCRIPTS/suite" root "$suite")
+		[[ -n $sub && -d $root/usr/src/linux-headers-$sub ]] && rel=$sub
+		if [[ -d $root/usr/src/linux-headers-$rel ]] &&
+		   [[ $lane == compile || -e $(dirname "$root")/kernels/$rel/.bbrx-ready ]]; then
+			continue
+		fi
+		ok=1
+		if ! "$SCRIPTS/suite" ensure "$suite" "$rel"; then
+			new=$("$SCRIPTS/suite" newest "$suite" "$("$SCRIPTS/vm-kver" --series "$rel")" || true)
+			if [[ -n $new && $new != "$rel" ]] && "$SCRIPTS/suite" ensure "$suite" "$new"; then
+				echo "deps.sh: warning: $name: $rel is no longer in $suite; using the series' newest, $new" >&2
+				record "$name" "$new"
+				rel=$new
+			else
+				ok=0
+			fi
+		fi
+		if ((ok)) && [[ $lane != compile ]]; then
+			"$SCRIPTS/suite" kernel "$suite" "$rel" >/dev/null || ok=0
+		fi
+		if ((!ok)); then
+			# a moving suite (report lane) must not stop the rest
+			[[ $lane == report ]] || return 1
+			echo "deps.sh: warning: $name ($suite $rel) could not be installed; its lane will fail" >&2
+		fi
+	done < <(BBRX_PINS_ONLY=1 "$SCRIPTS/vm-kver" --list chroot)
+}
+
+# record NAME RELEASE: NAME now means RELEASE (vm-kver reads it).
+record()
+{
+	mkdir -p "$(dirname "$RESOLVED")"
+	{ grep -v "^$1 " "$RESOLVED" 2>/dev/null || true; echo "$1 $2"; } >"$RESOLVED.new"
+	mv "$RESOLVED.new" "$RESOLVED"
+}
+
+if [[ ${#missing[@]} -eq 0 && ${#kmissing[@]} -eq 0 && $want_bpo -eq 0 ]]; then
+	foreign_builds || { echo "deps.sh: error: a build chroot or kernel could not be installed" >&2; exit 1; }
+	exit 0
+fi
+
 SUDO=()
 if [[ $(id -u) -ne 0 ]]; then
 	if command -v sudo >/dev/null; then
@@ -118,6 +190,23 @@ if ! "${SUDO[@]}" apt-get update -qq; then
 		exit 1
 	fi
 fi
+# A pinned build the archive no longer has: the series' newest instead.
+for b in "${kmissing[@]}"; do
+	read -r name rel lane <<<"$b"
+	if ! apt-cache show "linux-headers-$rel" >/dev/null 2>&1; then
+		new=$(apt-cache pkgnames linux-headers- | sed -n 's/^linux-headers-//p' |
+			grep -E "^$("$SCRIPTS/vm-kver" --series "$rel")\$" | sort -V | tail -n 1 || true)
+		if [[ -z $new ]]; then
+			echo "deps.sh: error: $name: neither $rel nor any build of its series is in the archive" >&2
+			exit 1
+		fi
+		echo "deps.sh: warning: $name: $rel is no longer in the archive; using the series' newest, $new" >&2
+		record "$name" "$new"
+		rel=$new
+	fi
+	mapfile -t -O "${#missing[@]}" missing < <(kpkgs "$rel" "$lane")
+done
+[[ ${#missing[@]} -eq 0 ]] || echo "deps.sh: installing: ${missing[*]}" >&2
 if [[ ${#missing[@]} -ne 0 ]] &&
 	! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	-o Dpkg::Use-Pty=0 --no-install-recommends "${missing[@]}" >/dev/null; then
@@ -142,4 +231,5 @@ if [[ ${#fail[@]} -ne 0 ]]; then
 	echo "deps.sh: error: still not installed: ${fail[*]}" >&2
 	exit 1
 fi
+foreign_builds || { echo "deps.sh: error: a build chroot or kernel could not be installed" >&2; exit 1; }
 echo "deps.sh: done" >&2

@@ -128,9 +128,16 @@ fault_case()
 	local hook=$1 good=$2 re=$3 param=${4:-fault_verify} line err other
 
 	# A kernel that refuses HOOK itself (BBRX_EXPECT_REFUSED): its own
-	# verifier's refusal, any reason; OK_POLICY one whose hooks install.
+	# verifier's refusal, any reason; OK_POLICY one whose hooks install
+	# and that does not need HOOK.
 	[[ $(hook_expected "$hook") == refused ]] && re=.
-	[[ $(hook_expected "$good") == refused ]] && good=rcvbuf
+	if [[ -z $(policies_usable "$good") ]]; then
+		good=
+		for other in $(policies_usable autocork delack tsq rcvbuf); do
+			[[ " ${POLICY_HOOKS[$other]} " == *" $hook "* ]] || { good=$other; break; }
+		done
+	fi
+	FAULT_GOOD=${good:-no other policy}
 	err=$(bbrx_reload "$param=$hook" 2>&1)
 	check_err $? "load with $param=$hook failed: $err"
 	bbrx_module_loaded
@@ -158,37 +165,37 @@ fault_case()
 refuse_tsq()
 {
 	fault_case tsq autocork "no load of sk_pacing_rate from %rdi"
-	log_test "fault_verify=tsq: tsq refused with reason, EOPNOTSUPP, autocork and bbrx work"
+	log_test "fault_verify=tsq: tsq refused with reason, EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
 refuse_autocork()
 {
 	fault_case autocork tsq "no tail call"
-	log_test "fault_verify=autocork: autocork refused with reason, EOPNOTSUPP, tsq and bbrx work"
+	log_test "fault_verify=autocork: autocork refused with reason, EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
 refuse_rcvbuf()
 {
 	fault_case rcvbuf delack "no ftrace site at entry"
-	log_test "fault_verify=rcvbuf: rcvbuf refused with reason, EOPNOTSUPP, delack and bbrx work"
+	log_test "fault_verify=rcvbuf: rcvbuf refused with reason, EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
 refuse_rcvbuf_grow()
 {
 	fault_case rcvbuf_grow delack "no ftrace site at entry"
-	log_test "fault_verify=rcvbuf_grow: refused, rcvbuf policy EOPNOTSUPP, delack and bbrx work"
+	log_test "fault_verify=rcvbuf_grow: refused, rcvbuf policy EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
 refuse_delack()
 {
 	fault_case delack rcvbuf "PSH mark .* not found"
-	log_test "fault_verify=delack: delack refused with reason, EOPNOTSUPP, rcvbuf and bbrx work"
+	log_test "fault_verify=delack: delack refused with reason, EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
 refuse_calls_autocork()
 {
 	fault_case autocork tsq "calls .* \\(may block on RT\\)" fault_calls
-	log_test "fault_calls=autocork: replacement's call check refuses, EOPNOTSUPP, tsq and bbrx work"
+	log_test "fault_calls=autocork: replacement's call check refuses, EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
 # expect_states STATE HOOK...: each HOOK has STATE in /proc/net/bbrx_hooks.
@@ -261,7 +268,7 @@ plain_load_installs_all()
 	done
 	netns_up
 	check_err $? "netns with a sink could not be set up"
-	for h in $(hooks_usable autocork tsq rcvbuf delack); do
+	for h in $(policies_usable autocork tsq rcvbuf delack); do
 		[[ $(sysctl_write_err "$NS" "$h" 1) == OK ]]
 		check_err $? "$h=1 refused with every hook installed"
 	done

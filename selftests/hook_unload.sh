@@ -59,21 +59,24 @@ measure()
 		ac=$((1 + i % 3))
 		tsq=$((1 + i % 2))
 		dl=$((1 + i % 2))
-		CYC_POL[i]="a$ac/t$tsq/r1/d$dl"
+		# (a policy whose hooks this kernel refuses, BBRX_EXPECT_REFUSED,
+		# stays 0)
+		[[ -n $(policies_usable tsq) ]] || tsq=0
+		[[ -n $(policies_usable delack) ]] || dl=0
+		rb=0
+		[[ -n $(policies_usable rcvbuf) ]] && rb=1
+		CYC_POL[i]="a$ac/t$tsq/r$rb/d$dl"
 		if ! bbrx_load 2>>"$TMPD/load.err"; then
 			LOAD_FAILS+=" $i"
 			continue
 		fi
 		CYC_HOOKS[i]=$(hook_states $HOOKS)
-		# (a hook this kernel refuses, BBRX_EXPECT_REFUSED: its policy stays 0)
 		{ bbrx_sysctl_set "$SND" scope 1 &&
 		  bbrx_sysctl_set "$SND" autocork "$ac" &&
-		  { [[ $(hook_expected tsq) == refused ]] ||
-		    bbrx_sysctl_set "$SND" tsq "$tsq"; } &&
+		  bbrx_sysctl_set "$SND" tsq "$tsq" &&
 		  bbrx_sysctl_set "$RCV" scope 1 &&
-		  bbrx_sysctl_set "$RCV" rcvbuf 1 &&
-		  { [[ $(hook_expected delack) == refused ]] ||
-		    bbrx_sysctl_set "$RCV" delack "$dl"; }; } || SET_FAILS+=" $i"
+		  bbrx_sysctl_set "$RCV" rcvbuf "$rb" &&
+		  bbrx_sysctl_set "$RCV" delack "$dl"; } || SET_FAILS+=" $i"
 		# A new connection: the rcvbuf entry hook and the growth redirect act.
 		ip netns exec "$SND" timeout 10 "$LIB_DIR/cc_setsockopt" cubic \
 			"$RCV_IP4" "$SINK_PORT" 2000000 >/dev/null 2>&1 &

@@ -59,6 +59,25 @@ hooks_usable()
 	echo "$out"
 }
 
+# The hooks each policy sysctl needs: a non-zero value is refused
+# (EOPNOTSUPP) unless all of them are installed.
+declare -A POLICY_HOOKS=([autocork]=autocork [tsq]=tsq [rcvbuf]="rcvbuf rcvbuf_grow"
+			 [delack]=delack)
+
+# policies_usable POLICY...: the named policies whose hooks this kernel
+# must all install.
+policies_usable()
+{
+	local p out=
+
+	for p in "$@"; do
+		# shellcheck disable=SC2086 # a list of hook names
+		[[ $(hooks_usable ${POLICY_HOOKS[$p]}) == "${POLICY_HOOKS[$p]}" ]] &&
+			out+="${out:+ }$p"
+	done
+	echo "$out"
+}
+
 # hook_line NAME: the whole line of hook NAME.
 hook_line()
 {

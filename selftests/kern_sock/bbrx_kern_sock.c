@@ -94,6 +94,13 @@ static void kso_close(struct kso_net *kn)
 	}
 }
 
+/* The address type kernel_bind() and kernel_connect() take (Kbuild). */
+#ifdef KSO_HAVE_SOCKADDR_UNSIZED
+#define KSO_SA(a)	((struct sockaddr_unsized *)(a))
+#else
+#define KSO_SA(a)	((struct sockaddr *)(a))
+#endif
+
 static int kso_open(struct net *net, struct kso_net *kn)
 {
 	struct sockaddr_in addr = {
@@ -106,7 +113,7 @@ static int kso_open(struct net *net, struct kso_net *kn)
 			       &kn->lsock);
 	if (err)
 		return err;
-	err = kernel_bind(kn->lsock, (struct sockaddr *)&addr, sizeof(addr));
+	err = kernel_bind(kn->lsock, KSO_SA(&addr), sizeof(addr));
 	if (!err)
 		err = kernel_listen(kn->lsock, 1);
 	if (!err)
@@ -117,7 +124,7 @@ static int kso_open(struct net *net, struct kso_net *kn)
 	if (!err)
 		err = kso_set_cc(kn->csock, KSO_CC);
 	if (!err)
-		err = kernel_connect(kn->csock, (struct sockaddr *)&addr,
+		err = kernel_connect(kn->csock, KSO_SA(&addr),
 				     sizeof(addr), 0);
 	if (!err)
 		err = kernel_accept(kn->lsock, &kn->asock, 0);

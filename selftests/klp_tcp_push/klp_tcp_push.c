@@ -117,6 +117,13 @@ static struct klp_patch klp_tcp_push_patch = {
 	.objs = klp_tcp_push_objs,
 };
 
+/* The word test: __is_endbr(u32) where is_endbr() takes a pointer (Kbuild). */
+#ifdef KLP_HAVE___IS_ENDBR
+#define KLP_IS_ENDBR(insn)	__is_endbr(insn)
+#else
+#define KLP_IS_ENDBR(insn)	is_endbr(insn)
+#endif
+
 /*
  * IBT kernels (6.12) start functions with ENDBR64, and a kprobe at a
  * function sits past it; where the CPU enforces IBT an indirect call must
@@ -128,7 +135,7 @@ static unsigned long klp_func_start(unsigned long kp_addr)
 	u32 insn;
 
 	if (!copy_from_kernel_nofault(&insn, (void *)(kp_addr - 4), sizeof(insn)) &&
-	    is_endbr(insn))
+	    KLP_IS_ENDBR(insn))
 		return kp_addr - 4;
 #endif
 	return kp_addr;

@@ -143,27 +143,10 @@ if [[ $(id -u) -ne 0 ]]; then
 	fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-# The mirror that already serves the machine's "bookworm" suite, from its
-# deb822 or one-line APT sources: no archive host is written here.
-bookworm_mirror()
-{
-	local f
-
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[[ -e $f ]] || continue
-		awk '
-			/^[[:space:]]*$/ { if (s && u) { print u; exit } s = 0; u = ""; next }
-			/^URIs:/ { u = $2 }
-			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") s = 1 }
-			END { if (s && u) print u }' "$f"
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[[ -e $f ]] || continue
-		awk '$1 == "deb" && $3 == "bookworm" { print $2 }' "$f"
-	done
-}
 if ((want_bpo)); then
-	mirror=$(bookworm_mirror | head -n 1)
+	# the mirror that already serves the host (want_bpo: a bookworm host),
+	# from its APT sources: no archive host is written here
+	mirror=$("$SCRIPTS/suite" mirror 2>/dev/null || true)
 	if [[ -z $mirror ]]; then
 		want_bpo=0
 		echo "deps.sh: warning: no APT source serves bookworm; not adding bookworm-backports" >&2

@@ -72,9 +72,7 @@ idle_restart_bbrx3()
 
 require_command iperf3 jq tc ss
 require_bbrx
-require_helper
-[[ -x $LIB_DIR/tcp_write_pattern ]] ||
-	ksft_exit_skip "tcp_write_pattern not built (run make -C selftests on the host)"
+require_helper cc_setsockopt tcp_write_pattern
 require_topo
 require_qdisc tbf netem
 iperf3_server_start || exit 1

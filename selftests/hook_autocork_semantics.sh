@@ -279,9 +279,7 @@ require_command tcpdump ip tc
 require_bbrx
 require_hooks autocork
 require_qdisc fq
-[[ -x $LIB_DIR/tcp_write_pattern ]] ||
-	ksft_exit_skip "tcp_write_pattern not built (run make -C selftests on the host)"
-require_helper
+require_helper cc_setsockopt tcp_write_pattern
 # veth on purpose, whatever NETIFS says (see hook_autocork.sh).
 NETIFS=
 require_topo

@@ -1136,10 +1136,16 @@ ss_cond_awk()
 ##############################################################################
 # Helpers: the cc_setsockopt C helper
 
+# require_helper [NAME...]: skip unless these C helpers (default
+# cc_setsockopt) are built.
 require_helper()
 {
-	[[ -x $LIB_DIR/cc_setsockopt ]] ||
-		ksft_exit_skip "cc_setsockopt not built (run make -C selftests on the host)"
+	local h
+
+	for h in "${@:-cc_setsockopt}"; do
+		[[ -x $LIB_DIR/$h ]] ||
+			ksft_exit_skip "$h not built (run make -C selftests on the host)"
+	done
 }
 
 # ss_sink_flow SECS: the ss_parse line of the sender's established

@@ -95,7 +95,7 @@ foreign_builds()
 		root=$("$SCRIPTS/suite" root "$suite")
 		[[ -n $sub && -d $root/usr/src/linux-headers-$sub ]] && rel=$sub
 		if [[ -d $root/usr/src/linux-headers-$rel ]] &&
-		   [[ $lane == compile || -e $(dirname "$root")/kernels/$rel/.bbrx-ready ]]; then
+		   [[ $lane == compile || -e $("$SCRIPTS/suite" kroot "$rel")/.bbrx-ready ]]; then
 			continue
 		fi
 		ok=1

@@ -86,11 +86,31 @@ if [[ $codename == bookworm ]] && ! qemu_new_enough; then
 fi
 # foreign_builds: the builds of suites the host does not run, each in its
 # suite's chroot (scripts/suite), the booted ones' images in the cache.
+# Each chroot (trixie-backports shares trixie's) is made in parallel with
+# the others: most of the time is download and unpacking.
 foreign_builds()
+{
+	local base p rc=0
+	local -a pids=()
+
+	for base in $(BBRX_PINS_ONLY=1 "$SCRIPTS/vm-kver" --list chroot |
+		awk '{ sub(/-backports$/, "", $4); print $4 }' | sort -u); do
+		foreign_base "$base" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || rc=1
+	done
+	return "$rc"
+}
+
+# foreign_base BASE: foreign_builds' work for the suites of one chroot.
+foreign_base()
 {
 	local name rel lane suite sub root new ok
 
 	while read -r name rel lane suite; do
+		[[ ${suite%-backports} == "$1" ]] || continue
 		sub=$(awk -v n="$name" '$1 == n { print $2 }' "$RESOLVED" 2>/dev/null || true)
 		root=$("$SCRIPTS/suite" root "$suite")
 		[[ -n $sub && -d $root/usr/src/linux-headers-$sub ]] && rel=$sub
@@ -124,8 +144,11 @@ foreign_builds()
 record()
 {
 	mkdir -p "$(dirname "$RESOLVED")"
-	{ grep -v "^$1 " "$RESOLVED" 2>/dev/null || true; echo "$1 $2"; } >"$RESOLVED.new"
-	mv "$RESOLVED.new" "$RESOLVED"
+	(
+		flock 8	# foreign_base runs once per chroot, in parallel
+		{ grep -v "^$1 " "$RESOLVED" 2>/dev/null || true; echo "$1 $2"; } >"$RESOLVED.new"
+		mv "$RESOLVED.new" "$RESOLVED"
+	) 8>"$RESOLVED.lock"
 }
 
 if [[ ${#missing[@]} -eq 0 && ${#kmissing[@]} -eq 0 && $want_bpo -eq 0 ]]; then

@@ -10,7 +10,8 @@
 #   write fails with EBUSY while bbrx is loaded, and the hooks keep acting.
 # - With ftrace already disabled when bbrx loads, the ftrace hooks are
 #   refused with that reason (the kprobe hook installs), and their policies
-#   cannot be set (EOPNOTSUPP).
+#   cannot be set (EOPNOTSUPP). 7.x no longer lets ftrace_enabled disable
+#   ftrace: there the write fails without bbrx too and the hooks install.
 # - Writing 0 to /sys/kernel/debug/kprobes/enabled disarms every kprobe and
 #   cannot be refused: the delack hook then reads "inactive: kprobes
 #   disarmed ..." with armed=0, a delack policy write fails (value
@@ -27,7 +28,8 @@ ALL_TESTS="
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
-FTRACE_HOOKS="autocork tsq rcvbuf rcvbuf_grow"
+# the ftrace hooks this kernel installs (BBRX_EXPECT_REFUSED, lib_hooks.sh)
+FTRACE_HOOKS=$(hooks_usable autocork tsq rcvbuf rcvbuf_grow)
 NS1=bbrx-live1-$$
 NS2=bbrx-live2-$$
 EXTRA_NETNS="$NS1 $NS2"
@@ -49,7 +51,7 @@ ftrace_enabled_busy()
 	check_fail $? "kernel.ftrace_enabled=0 succeeded with bbrx loaded"
 	[[ $(sysctl -n kernel.ftrace_enabled) == 1 ]]
 	check_err $? "kernel.ftrace_enabled is $(sysctl -n kernel.ftrace_enabled) after the refused write"
-	[[ $(hook_states $FTRACE_HOOKS) == installed/installed/installed/installed ]]
+	[[ $(hook_states $FTRACE_HOOKS) == "$(hooks_expected $FTRACE_HOOKS)" ]]
 	check_err $? "hook states after the write: $(hook_states $FTRACE_HOOKS)"
 	log_test "kernel.ftrace_enabled=0 fails while bbrx's ftrace hooks are installed" \
 		"${out##*: }"
@@ -62,7 +64,18 @@ ftrace_off_at_load()
 	local h bad= err
 
 	bbrx_unload || { check_err 1 "rmmod tcp_bbrx failed"; log_test "ftrace off at load"; return; }
-	sysctl -qw kernel.ftrace_enabled=0
+	if ! sysctl -qw kernel.ftrace_enabled=0 2>/dev/null &&
+	   [[ $(sysctl -n kernel.ftrace_enabled) == 1 ]]; then
+		# 7.x: "The ftrace_enabled file is deprecated and no longer
+		# disables ftrace"; nothing can switch the hooks off this way
+		bbrx_load
+		check_err $? "modprobe tcp_bbrx failed"
+		[[ $(hook_states $FTRACE_HOOKS) == "$(hooks_expected $FTRACE_HOOKS)" ]]
+		check_err $? "hook states: $(hook_states $FTRACE_HOOKS)"
+		log_test "ftrace_enabled=0 cannot disable ftrace on this kernel: the ftrace hooks stay installed"
+		return
+	fi
+	[[ $(sysctl -n kernel.ftrace_enabled) == 0 ]]
 	check_err $? "could not set kernel.ftrace_enabled=0 without bbrx"
 	bbrx_load
 	check_err $? "modprobe tcp_bbrx with ftrace disabled failed"
@@ -78,7 +91,7 @@ ftrace_off_at_load()
 	check_err $? "autocork=1 with the hook refused: $err, value $(bbrx_sysctl_get "$NS1" autocork)"
 	sysctl -qw kernel.ftrace_enabled=1
 	bbrx_reload
-	[[ $(hook_states $FTRACE_HOOKS) == installed/installed/installed/installed ]]
+	[[ $(hook_states $FTRACE_HOOKS) == "$(hooks_expected $FTRACE_HOOKS)" ]]
 	check_err $? "after ftrace_enabled=1 and a reload: $(hook_states $FTRACE_HOOKS)"
 	log_test "ftrace disabled at load: ftrace hooks refused with the reason, delack installed"
 }

@@ -276,7 +276,20 @@ int bbrx_hook_calls_check(unsigned long addr, bool fault, char *reason,
 int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
 			 char *reason, size_t rlen);
 struct insn;
-int bbrx_hook_insn(const u8 *buf, size_t len, struct insn *insn);
+int bbrx_hook_walk_buf(const u8 *buf, size_t size,
+		       int (*fn)(const struct insn *insn, size_t off, void *ctx),
+		       void *ctx, char *reason, size_t rlen);
+size_t bbrx_hook_func_size(unsigned long addr);
+int bbrx_hook_walk(unsigned long addr,
+		   int (*fn)(const struct insn *insn, size_t off, void *ctx),
+		   void *ctx, char *reason, size_t rlen);
+int bbrx_insn_reg(const struct insn *insn);
+int bbrx_insn_rm(const struct insn *insn);
+bool bbrx_insn_wide(const struct insn *insn);
+int bbrx_insn_mem_base(const struct insn *insn);
+const char *bbrx_insn_reg_name(int reg);
+struct pt_regs;
+unsigned long bbrx_insn_reg_value(const struct pt_regs *regs, int reg);
 
 /**
  * bbrx_sk_in_scope() - does a hook act on this socket at all?
@@ -313,6 +326,14 @@ bool bbrx_tsq_wants(struct sock *sk);
 bool bbrx_tsq_small_queue_check(struct sock *sk, unsigned int truesize,
 				unsigned int factor);
 int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len);
+int bbrx_tsq_prologue(const u8 *text, size_t size, size_t start, u32 off,
+		      char *reason, size_t len);
+/* The prologue is followed this far; a copy of it has an insn to spare. */
+#define BBRX_TSQ_SCAN	64
+#define BBRX_TSQ_TEXT	(BBRX_TSQ_SCAN + MAX_INSN_SIZE)
+
+/* verify_selftest.c */
+void bbrx_verify_selftest(void);
 
 /* rcvbuf.c */
 void bbrx_rcvbuf_init_transfer(struct sock *sk);
@@ -326,6 +347,14 @@ int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len);
 struct kprobe;
 extern struct kprobe bbrx_delack_kp;
 int bbrx_delack_verify(unsigned long addr, char *reason, size_t len);
+/* Where bbrx_delack_find() found the PUSHED mark and its PSH branch. */
+struct bbrx_delack_site {
+	long orb, test, branch;		/* offsets, bytes */
+	int orb_len, orb_reg, test_reg;	/* registers 0-15 (rax .. r15) */
+};
+
+int bbrx_delack_find(const u8 *text, size_t size, u32 pend,
+		     struct bbrx_delack_site *site, char *reason, size_t len);
 
 /* sysctl.c */
 void bbrx_sysctl_defaults(struct bbrx_net *bn);

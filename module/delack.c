@@ -32,159 +32,227 @@
 #include <linux/string.h>
 #include <net/inet_connection_sock.h>
 #include <net/tcp.h>
+#include <asm/insn.h>
 
 #include "bbrx.h"
 #include "bbrx_trace.h"
 
-/*
- * orb $ICSK_ACK_PUSHED, pending(%reg): 80 /1 with mod 10 (disp32); reg is
- * any base register without REX or SIB (ModRM 0x88 | rm, rm != 4).
- */
-#define BBRX_ORB_OPCODE		0x80
-#define BBRX_ORB_MODRM_BASE	0x88
-#define BBRX_ORB_LEN		7
-/* testb $TCPHDR_PSH, disp8(%r12) */
-#define BBRX_TESTB_R12_LEN	6
-/* The function scanned: about 0x310 bytes in 6.1, 0x1d0 in 6.12. */
-#define BBRX_DELACK_SCAN	0x600
+/* Candidate "test the flags, branch" pairs kept while walking. */
+#define BBRX_DELACK_TESTS	8
 
-/* The orb's base register (ModRM rm): it holds the socket. */
-static u8 bbrx_delack_rm;
+/* What the walk of the target function found. */
+struct bbrx_delack_scan {
+	u32 pend, flags;	/* icsk_ack.pending, tcp_skb_cb tcp_flags */
+	long orb;		/* the PUSHED mark: offset, -1, or -2 twice */
+	int orb_len, orb_reg;
+	long test;		/* the instruction before this one, if a test */
+	int test_reg, test_bit;
+	int ntests;
+	struct {
+		long t, j, target;	/* test, branch, branch target */
+		int len, reg, bit;	/* branch length, test's register and bit */
+		bool jne;
+	} tests[BBRX_DELACK_TESTS];
+};
 
-/* Find the one "orb $PUSHED, pending(%reg)"; its offset, sets the rm. */
-static long bbrx_delack_find_orb(unsigned long addr, size_t pend, bool fault)
+/* The socket's register and the mark's length, for the kprobe handler. */
+static int bbrx_delack_reg;
+static int bbrx_delack_len;
+
+/* "orb $ICSK_ACK_PUSHED, pending(%reg)": the PUSHED mark, any base register. */
+static bool bbrx_delack_is_orb(const struct bbrx_delack_scan *sc,
+			       const struct insn *insn)
 {
-	u8 orb[BBRX_ORB_LEN] = { BBRX_ORB_OPCODE };
-	__le32 disp = cpu_to_le32(pend);
-	long o, found = -ENOENT;
-	u8 rm;
-
-	memcpy(orb + 2, &disp, sizeof(disp));
-	orb[6] = ICSK_ACK_PUSHED;
-	for (rm = 0; rm < 8; rm++) {
-		if (rm == 4)	/* SIB form */
-			continue;
-		orb[1] = BBRX_ORB_MODRM_BASE | rm;
-		o = bbrx_hook_find(addr, 0, BBRX_DELACK_SCAN, orb, sizeof(orb),
-				   fault);
-		if (o == -ENOENT)
-			continue;
-		if (o < 0 || found >= 0)
-			return -E2BIG;
-		found = o;
-		bbrx_delack_rm = rm;
-	}
-	return found;
+	return insn->opcode.nbytes == 1 && insn->opcode.bytes[0] == 0x80 &&
+	       X86_MODRM_REG(insn->modrm.value) == 1 &&
+	       bbrx_insn_mem_base(insn) >= 0 &&
+	       (u32)insn->displacement.value == sc->pend &&
+	       (u8)insn->immediate.value == ICSK_ACK_PUSHED;
 }
 
-/*
- * The branch right after the PSH test at @t that makes the orb at @o run
- * only when PSH is set: "jne <orb>" (6.1: the orb sits out of line) or
- * "je <past the orb>" with the orb right after it (6.12). Its offset, or
- * -1.
- */
-static long bbrx_delack_psh_branch(unsigned long addr, long t, long o)
+/* "testb $bit, tcp_flags(%reg)": a test of the skb's TCP flags. */
+static bool bbrx_delack_is_test(const struct bbrx_delack_scan *sc,
+				const struct insn *insn)
 {
-	long j = t + BBRX_TESTB_R12_LEN;
-	u8 insn[6];
-	s32 rel32;
-	s8 rel8;
+	return insn->opcode.nbytes == 1 && insn->opcode.bytes[0] == 0xf6 &&
+	       X86_MODRM_REG(insn->modrm.value) == 0 &&
+	       bbrx_insn_mem_base(insn) >= 0 &&
+	       (u32)insn->displacement.value == sc->flags;
+}
 
-	if (copy_from_kernel_nofault(insn, (void *)(addr + j), sizeof(insn)))
-		return -1;
-	rel8 = (s8)insn[1];
-	memcpy(&rel32, insn + 2, sizeof(rel32));
-	if (insn[0] == 0x75 && j + 2 + rel8 == o)			/* jne rel8 */
-		return j;
-	if (insn[0] == 0x0f && insn[1] == 0x85 && j + 6 + rel32 == o)	/* jne rel32 */
-		return j;
-	if (insn[0] == 0x74 && j + 2 == o && j + 2 + rel8 >= o + BBRX_ORB_LEN)
-		return j;						/* je rel8 */
-	if (insn[0] == 0x0f && insn[1] == 0x84 && j + 6 == o &&
-	    j + 6 + rel32 >= o + BBRX_ORB_LEN)				/* je rel32 */
-		return j;
-	return -1;
+static int bbrx_delack_step(const struct insn *insn, size_t off, void *ctx)
+{
+	struct bbrx_delack_scan *sc = ctx;
+	const u8 op = insn->opcode.bytes[0];
+	long test = sc->test;
+	bool jne, je;
+
+	sc->test = -1;
+	if (bbrx_delack_is_orb(sc, insn)) {
+		sc->orb = sc->orb == -1 ? (long)off : -2;
+		sc->orb_len = insn->length;
+		sc->orb_reg = bbrx_insn_mem_base(insn);
+		return 0;
+	}
+	if (bbrx_delack_is_test(sc, insn)) {
+		sc->test = off;
+		sc->test_reg = bbrx_insn_mem_base(insn);
+		sc->test_bit = (u8)insn->immediate.value;
+		return 0;
+	}
+	if (test < 0)
+		return 0;
+	jne = op == 0x75 || (op == 0x0f && insn->opcode.bytes[1] == 0x85);
+	je = op == 0x74 || (op == 0x0f && insn->opcode.bytes[1] == 0x84);
+	if (!jne && !je)
+		return 0;
+	if (sc->ntests == BBRX_DELACK_TESTS)
+		return -E2BIG;
+	sc->tests[sc->ntests].t = test;
+	sc->tests[sc->ntests].j = off;
+	sc->tests[sc->ntests].len = insn->length;
+	sc->tests[sc->ntests].target = off + insn->length + insn->immediate.value;
+	sc->tests[sc->ntests].reg = sc->test_reg;
+	sc->tests[sc->ntests].bit = sc->test_bit;
+	sc->tests[sc->ntests].jne = jne;
+	sc->ntests++;
+	return 0;
+}
+
+/**
+ * bbrx_delack_find() - find the PUSHED mark and the PSH branch before it
+ * @text: the function's instructions
+ * @size: bytes in @text
+ * @pend: offset of icsk_ack.pending in the socket
+ * @site: filled in on success
+ * @reason: set to why not
+ * @len: size of @reason
+ *
+ * The decoding half of bbrx_delack_verify(), on a buffer so that
+ * bbrx_verify_selftest() can feed it known code: the one "orb
+ * $ICSK_ACK_PUSHED, @pend(%reg)" and the one "testb $bit, <tcp_skb_cb
+ * tcp_flags>(%reg)" directly followed by a branch that runs the orb only
+ * when the bit is set, "jne <orb>" (6.1: the orb sits out of line) or "je
+ * <past the orb>" with the orb right after it (6.12, 7.x); the bit must be
+ * TCPHDR_PSH. Registers are the compiler's choice (the skb is in %r12 with
+ * gcc-12 and gcc-14, in %r8 with gcc-16's 7.2).
+ *
+ * Return: 0, or -ENOEXEC (-ENOENT without the decoder) with @reason.
+ */
+int bbrx_delack_find(const u8 *text, size_t size, u32 pend,
+		     struct bbrx_delack_site *site, char *reason, size_t len)
+{
+	struct bbrx_delack_scan scan = {}, *sc = &scan;
+	int i, n = 0, bit = 0, err;
+	long o;
+
+	BUILD_BUG_ON(ICSK_ACK_PUSHED != 4);
+	sc->pend = pend;
+	sc->flags = offsetof(struct sk_buff, cb) +
+		    offsetof(struct tcp_skb_cb, tcp_flags);
+	sc->orb = -1;
+	sc->test = -1;
+	err = bbrx_hook_walk_buf(text, size, bbrx_delack_step, sc, reason, len);
+	if (err == -E2BIG)
+		snprintf(reason, len, "more than %d tests of tcp_flags at %#x",
+			 BBRX_DELACK_TESTS, sc->flags);
+	if (err)
+		return err == -ENOENT ? -ENOENT : -ENOEXEC;
+	o = sc->orb;
+	if (o < 0) {
+		snprintf(reason, len, "PSH mark (orb $%#x,%#x(%%reg)) %s",
+			 ICSK_ACK_PUSHED, pend,
+			 o == -2 ? "ambiguous" : "not found");
+		return -ENOEXEC;
+	}
+	for (i = 0; i < sc->ntests; i++) {
+		bool runs = sc->tests[i].jne ? sc->tests[i].target == o :
+			    sc->tests[i].j + sc->tests[i].len == o &&
+			    sc->tests[i].target >= o + sc->orb_len;
+
+		if (!runs)
+			continue;
+		n++;
+		site->test = sc->tests[i].t;
+		site->branch = sc->tests[i].j;
+		site->test_reg = sc->tests[i].reg;
+		bit = sc->tests[i].bit;
+	}
+	if (n == 1 && bit != TCPHDR_PSH) {
+		snprintf(reason, len,
+			 "the branch at +%#lx to the PUSHED mark at +%#lx tests bit %#x of tcp_flags, not PSH (%#x)",
+			 site->branch, o, bit, (unsigned int)TCPHDR_PSH);
+		return -ENOEXEC;
+	}
+	if (n != 1) {
+		snprintf(reason, len,
+			 "%s \"testb $PSH,%#x(%%reg)\" + branch running the PSH mark at +%#lx",
+			 n ? "more than one" : "no", sc->flags, o);
+		return -ENOEXEC;
+	}
+	site->orb = o;
+	site->orb_len = sc->orb_len;
+	site->orb_reg = sc->orb_reg;
+	return 0;
 }
 
 /**
  * bbrx_delack_verify() - check the target has the PSH branch
- * @addr: address of tcp_measure_rcv_mss (6.12) or, where that is inlined,
- *	tcp_event_data_recv (6.1)
+ * @addr: address of tcp_measure_rcv_mss (6.12, 7.x) or, where that is
+ *	inlined, tcp_event_data_recv (6.1)
  * @reason: set to why the shape does not match
  * @len: size of @reason
  *
- * Looks for the one instruction "orb $ICSK_ACK_PUSHED, pending(%reg)" (the
- * offset of icsk_ack.pending taken from the headers this module was built
- * with; the register holds the socket), for "testb $TCPHDR_PSH,
- * <tcp_skb_cb tcp_flags>(%r12)" before it, followed by the branch that
- * runs the orb only for PSH (bbrx_delack_psh_branch()), and for that
- * branch being the orb's only way in (bbrx_hook_sole_entry()); sets
- * bbrx_delack_kp.offset to the instruction.
+ * Decodes the whole function with the kernel's insn_decode() for the PUSHED
+ * mark and its PSH branch (bbrx_delack_find(); icsk_ack.pending's offset
+ * from the headers this module was built with), checks that branch is the
+ * mark's only way in (bbrx_hook_sole_entry()), sets bbrx_delack_kp.offset
+ * to the mark and remembers the register holding the socket (the mark's
+ * base register) for the handler.
  *
- * Return: 0, or -ENOEXEC (-ENOENT without the kernel's decoder) with
- * @reason when any of these is missing or ambiguous.
+ * Return: 0, or -ENOEXEC (-ENOENT without the kernel's decoder or the
+ * function's size) with @reason when any of these is missing or ambiguous.
  */
 int bbrx_delack_verify(unsigned long addr, char *reason, size_t len)
 {
-	const bool fault = bbrx_hook_fault(BBRX_HOOK_DELACK);
-	const size_t pend = offsetof(struct inet_connection_sock, icsk_ack) +
-			    offsetof(typeof_member(struct inet_connection_sock,
-						   icsk_ack), pending);
-	const size_t flags = offsetof(struct sk_buff, cb) +
-			     offsetof(struct tcp_skb_cb, tcp_flags);
-	const u8 test[BBRX_TESTB_R12_LEN] = {
-		0x41, 0xf6, 0x44, 0x24, (u8)flags, TCPHDR_PSH,
-	};
-	long o, t, j;
+	size_t size = bbrx_hook_func_size(addr);
+	struct bbrx_delack_site site;
+	u32 pend;
 	int err;
 
-	BUILD_BUG_ON(ICSK_ACK_PUSHED != 4);
-	if (flags > 0x7f) {
-		snprintf(reason, len, "tcp_flags at skb+%zu: no disp8 form", flags);
-		return -ENOEXEC;
+	pend = offsetof(struct inet_connection_sock, icsk_ack) +
+	       offsetof(typeof_member(struct inet_connection_sock, icsk_ack),
+			pending);
+	/* fault_verify: an offset no build marks, as if the struct differed */
+	if (bbrx_hook_fault(BBRX_HOOK_DELACK))
+		pend = U32_MAX;
+	if (!size) {
+		snprintf(reason, len, "the function size not found");
+		return -ENOENT;
 	}
-
-	o = bbrx_delack_find_orb(addr, pend, fault);
-	if (o < 0) {
-		snprintf(reason, len,
-			 "PSH mark (orb $%#x,%#zx(%%reg)) %s in the first %#x bytes",
-			 ICSK_ACK_PUSHED, pend,
-			 o == -E2BIG ? "ambiguous" : "not found", BBRX_DELACK_SCAN);
-		return -ENOEXEC;
-	}
-	t = bbrx_hook_find(addr, 0, o, test, sizeof(test), false);
-	j = t < 0 ? -1 : bbrx_delack_psh_branch(addr, t, o);
-	if (j < 0) {
-		snprintf(reason, len,
-			 "no \"testb $PSH,%#zx(%%r12)\" + branch running the PSH mark at +%#lx",
-			 flags, o);
-		return -ENOEXEC;
-	}
+	err = bbrx_delack_find((const u8 *)addr, size, pend, &site, reason, len);
+	if (err)
+		return err;
 	/*
 	 * The sub-MSS heuristic also sets PUSHED: a build that merged its
 	 * path into this instruction would make policy 2 suppress it too.
 	 */
-	err = bbrx_hook_sole_entry(addr, o, j, reason, len);
+	err = bbrx_hook_sole_entry(addr, site.orb, site.branch, reason, len);
 	if (err)
 		return err;
-	bbrx_delack_kp.offset = o;
-	pr_info("bbrx: delack: this kernel marks PUSHED for PSH >= rcv_mss (4720852ed9af), only after the PSH test at +%#lx; policy 1 relies on it, policy 2 skips +%#lx\n",
-		t, o);
+	bbrx_delack_reg = site.orb_reg;
+	bbrx_delack_len = site.orb_len;
+	bbrx_delack_kp.offset = site.orb;
+	pr_info("bbrx: delack: this kernel marks PUSHED for PSH >= rcv_mss (4720852ed9af), only after the PSH test of %%%s at +%#lx; policy 1 relies on it, policy 2 skips +%#lx (sk in %%%s)\n",
+		bbrx_insn_reg_name(site.test_reg), site.test, site.orb,
+		bbrx_insn_reg_name(site.orb_reg));
 	return 0;
 }
 
 /* The socket: the orb's base register (it addresses icsk_ack.pending). */
 static struct sock *bbrx_delack_sk(const struct pt_regs *regs)
 {
-	switch (bbrx_delack_rm) {
-	case 0: return (struct sock *)regs->ax;
-	case 1: return (struct sock *)regs->cx;
-	case 2: return (struct sock *)regs->dx;
-	case 3: return (struct sock *)regs->bx;
-	case 5: return (struct sock *)regs->bp;
-	case 6: return (struct sock *)regs->si;
-	default: return (struct sock *)regs->di;
-	}
+	return (struct sock *)bbrx_insn_reg_value(regs, bbrx_delack_reg);
 }
 
 /*
@@ -212,7 +280,7 @@ static int bbrx_delack_pre(struct kprobe *p, struct pt_regs *regs)
 		bbrx_trace_hook(sk, BBRX_HOOK_DELACK, policy,
 				BBRX_TRACE_PUSH_SUPPRESSED,
 				inet_csk(sk)->icsk_ack.rcv_mss);
-	instruction_pointer_set(regs, (unsigned long)p->addr + BBRX_ORB_LEN);
+	instruction_pointer_set(regs, (unsigned long)p->addr + bbrx_delack_len);
 	return 1;
 }
 

@@ -81,7 +81,7 @@ struct bbrx_hook {
 	enum bbrx_hook_state state;
 	unsigned long addr;
 	struct ftrace_ops fops;
-	char reason[96];
+	char reason[160];	/* a refusal may quote an instruction */
 };
 
 static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
@@ -391,7 +391,7 @@ int bbrx_hook_users(unsigned long mask, int delta)
 /* kallsyms_lookup_name() is not exported since 5.7; found once at load. */
 static unsigned long (*bbrx_kallsyms_lookup_name)(const char *name);
 
-/* For bbrx_hook_sole_entry(): the kernel's own decoder and symbol sizes. */
+/* For bbrx_hook_walk(): the kernel's own decoder and symbol sizes. */
 static int (*bbrx_insn_decode)(struct insn *insn, const void *kaddr,
 			       int buf_len, enum insn_mode m);
 static int (*bbrx_kallsyms_size)(unsigned long addr, unsigned long *symbolsize,
@@ -651,6 +651,7 @@ int bbrx_hooks_install(void)
 	if (err)
 		pr_warn("bbrx: kallsyms_lookup_name not found (%d): every hook will be refused\n",
 			err);
+	bbrx_verify_selftest();
 	err = bbrx_autocork_prepare();
 	if (err)
 		return err;
@@ -826,26 +827,206 @@ int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 	return -ENOEXEC;
 }
 
-/**
- * bbrx_hook_insn() - decode one instruction from a copy of kernel text
- * @buf: the bytes, copied with copy_from_kernel_nofault()
- * @len: bytes available in @buf
- * @insn: the decoded instruction
- *
- * For verifiers that check what a few instructions do rather than their
- * exact bytes, which the compiler's scheduling changes between builds.
- *
- * Return: 0; -ENOENT when the kernel's insn_decode() was not found,
- * -ENOEXEC when the bytes do not decode.
- */
-int bbrx_hook_insn(const u8 *buf, size_t len, struct insn *insn)
+static u8 bbrx_insn_rex(const struct insn *insn)
 {
-	if (!bbrx_insn_decode)
-		return -ENOENT;
-	if (bbrx_insn_decode(insn, buf, min_t(size_t, len, MAX_INSN_SIZE),
-			     INSN_MODE_KERN) < 0 || !insn->length)
-		return -ENOEXEC;
+	return insn->rex_prefix.nbytes ? insn->rex_prefix.bytes[0] : 0;
+}
+
+/**
+ * bbrx_insn_reg() - the register in an instruction's ModRM reg field
+ * @insn: a decoded instruction with a ModRM byte
+ *
+ * Return: 0-15 in x86 numbering (rax 0 .. rdi 7, r8 8 .. r15 15), REX.R
+ * included.
+ */
+int bbrx_insn_reg(const struct insn *insn)
+{
+	return X86_MODRM_REG(insn->modrm.value) +
+	       (X86_REX_R(bbrx_insn_rex(insn)) ? 8 : 0);
+}
+
+/**
+ * bbrx_insn_rm() - the register in an instruction's ModRM rm field
+ * @insn: a decoded instruction with a ModRM byte, mod 3 (register form)
+ *
+ * Return: 0-15, REX.B included.
+ */
+int bbrx_insn_rm(const struct insn *insn)
+{
+	return X86_MODRM_RM(insn->modrm.value) +
+	       (X86_REX_B(bbrx_insn_rex(insn)) ? 8 : 0);
+}
+
+/**
+ * bbrx_insn_wide() - does the instruction operate on 64 bits (REX.W)?
+ * @insn: a decoded instruction
+ *
+ * Return: true with REX.W.
+ */
+bool bbrx_insn_wide(const struct insn *insn)
+{
+	return X86_REX_W(bbrx_insn_rex(insn));
+}
+
+/**
+ * bbrx_insn_mem_base() - the base register of a "disp(%reg)" operand
+ * @insn: a decoded instruction with a ModRM byte
+ *
+ * Only the form a field access takes: a base register and an 8- or 32-bit
+ * displacement (insn->displacement), no index, not RIP-relative; the SIB
+ * byte %rsp and %r12 need is allowed when it names no index.
+ *
+ * Return: 0-15, or -1 for any other operand.
+ */
+int bbrx_insn_mem_base(const struct insn *insn)
+{
+	const u8 mod = X86_MODRM_MOD(insn->modrm.value);
+	const u8 rex = bbrx_insn_rex(insn);
+	u8 base = X86_MODRM_RM(insn->modrm.value);
+
+	if (mod != 1 && mod != 2)
+		return -1;
+	if (base == 4) {
+		u8 sib = insn->sib.value;
+
+		/* index 4 without REX.X means none */
+		if (X86_SIB_INDEX(sib) != 4 || X86_REX_X(rex))
+			return -1;
+		base = X86_SIB_BASE(sib);
+	}
+	return base + (X86_REX_B(rex) ? 8 : 0);
+}
+
+/**
+ * bbrx_insn_reg_name() - a register's AT&T name, for refusal reasons
+ * @reg: 0-15
+ *
+ * Return: "rax" .. "r15", or "?" out of range.
+ */
+const char *bbrx_insn_reg_name(int reg)
+{
+	static const char * const names[] = {
+		"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
+	};
+
+	return reg >= 0 && reg < ARRAY_SIZE(names) ? names[reg] : "?";
+}
+
+/**
+ * bbrx_insn_reg_value() - a register's value in a kprobe's saved registers
+ * @regs: the registers at the probed instruction
+ * @reg: 0-15, as a verifier found it with the helpers above
+ *
+ * Return: the register's content (0 for an invalid @reg).
+ */
+unsigned long bbrx_insn_reg_value(const struct pt_regs *regs, int reg)
+{
+	switch (reg) {
+	case 0: return regs->ax;
+	case 1: return regs->cx;
+	case 2: return regs->dx;
+	case 3: return regs->bx;
+	case 4: return regs->sp;
+	case 5: return regs->bp;
+	case 6: return regs->si;
+	case 7: return regs->di;
+	case 8: return regs->r8;
+	case 9: return regs->r9;
+	case 10: return regs->r10;
+	case 11: return regs->r11;
+	case 12: return regs->r12;
+	case 13: return regs->r13;
+	case 14: return regs->r14;
+	case 15: return regs->r15;
+	}
 	return 0;
+}
+
+/**
+ * bbrx_hook_walk_buf() - decode a run of instructions, one by one
+ * @buf: the instructions (kernel text, or a copy)
+ * @size: bytes to decode
+ * @fn: called for each instruction with its offset in bytes; a non-zero
+ *	return stops the walk
+ * @ctx: passed to @fn
+ * @reason: set to why the walk failed
+ * @rlen: size of @reason
+ *
+ * Decodes with the kernel's own insn_decode(), so a verifier can look for
+ * what instructions do (operands, registers) rather than for their bytes,
+ * which the compiler's register choice changes between builds.
+ *
+ * Return: 0 after the last instruction, @fn's non-zero return, -ENOENT
+ * without the decoder, -ENOEXEC when the bytes do not decode (@reason set
+ * for both).
+ */
+int bbrx_hook_walk_buf(const u8 *buf, size_t size,
+		       int (*fn)(const struct insn *insn, size_t off, void *ctx),
+		       void *ctx, char *reason, size_t rlen)
+{
+	size_t pos;
+	int ret;
+
+	if (!bbrx_insn_decode) {
+		snprintf(reason, rlen, "insn_decode not found");
+		return -ENOENT;
+	}
+	for (pos = 0; pos < size; ) {
+		struct insn insn;
+
+		if (bbrx_insn_decode(&insn, buf + pos,
+				     min_t(size_t, MAX_INSN_SIZE, size - pos),
+				     INSN_MODE_KERN) < 0 || !insn.length) {
+			snprintf(reason, rlen, "text at +%#zx does not decode", pos);
+			return -ENOEXEC;
+		}
+		ret = fn(&insn, pos, ctx);
+		if (ret)
+			return ret;
+		pos += insn.length;
+	}
+	return 0;
+}
+
+/**
+ * bbrx_hook_func_size() - a kernel function's size
+ * @addr: the function's address
+ *
+ * Return: its size in bytes from kallsyms, 0 when unknown or when @addr is
+ * not the start of a symbol.
+ */
+size_t bbrx_hook_func_size(unsigned long addr)
+{
+	unsigned long size, soff;
+
+	if (!bbrx_kallsyms_size || !bbrx_kallsyms_size(addr, &size, &soff) ||
+	    soff)
+		return 0;
+	return size;
+}
+
+/**
+ * bbrx_hook_walk() - decode a whole kernel function, instruction by instruction
+ * @addr: function address (its size from bbrx_hook_func_size())
+ * @fn: as for bbrx_hook_walk_buf()
+ * @ctx: passed to @fn
+ * @reason: set to why the walk failed
+ * @rlen: size of @reason
+ *
+ * Return: as bbrx_hook_walk_buf(); -ENOENT also when the size is unknown.
+ */
+int bbrx_hook_walk(unsigned long addr,
+		   int (*fn)(const struct insn *insn, size_t off, void *ctx),
+		   void *ctx, char *reason, size_t rlen)
+{
+	size_t size = bbrx_hook_func_size(addr);
+
+	if (!size) {
+		snprintf(reason, rlen, "the function size not found");
+		return -ENOENT;
+	}
+	return bbrx_hook_walk_buf((const u8 *)addr, size, fn, ctx, reason, rlen);
 }
 
 /* Relative branch (jcc, jmp, loop/jcxz): its target offset, else -1. */
@@ -881,6 +1062,38 @@ static bool bbrx_insn_indirect_jmp(const struct insn *insn)
 		X86_MODRM_REG(insn->modrm.value) == 5);
 }
 
+/* bbrx_hook_sole_entry()'s walk: the ways into @off seen so far. */
+struct bbrx_sole_entry {
+	size_t off, from, prev;
+	bool prev_ends;
+	int n;
+	char *reason;
+	size_t rlen;
+};
+
+static int bbrx_sole_entry_step(const struct insn *insn, size_t pos, void *ctx)
+{
+	struct bbrx_sole_entry *se = ctx;
+
+	if (bbrx_insn_indirect_jmp(insn)) {
+		snprintf(se->reason, se->rlen, "indirect jmp at +%#zx", pos);
+		return -ENOEXEC;
+	}
+	if (pos + insn->length == se->off) {
+		se->prev = pos;
+		se->prev_ends = bbrx_insn_ends_flow(insn);
+	}
+	if (bbrx_insn_branch_target(insn, pos) == se->off) {
+		if (pos != se->from) {
+			snprintf(se->reason, se->rlen,
+				 "+%#zx is also reached from +%#zx", se->off, pos);
+			return -ENOEXEC;
+		}
+		se->n++;
+	}
+	return 0;
+}
+
 /**
  * bbrx_hook_sole_entry() - is an instruction reached from one place only?
  * @addr: function address
@@ -906,60 +1119,29 @@ static bool bbrx_insn_indirect_jmp(const struct insn *insn)
 int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
 			 char *reason, size_t rlen)
 {
-	unsigned long size, soff;
-	size_t pos, prev = 0;
-	bool prev_ends = false;
-	int n = 0;
+	struct bbrx_sole_entry se = {
+		.off = off, .from = from, .reason = reason, .rlen = rlen,
+	};
+	int err;
 
-	if (!bbrx_insn_decode || !bbrx_kallsyms_size ||
-	    !bbrx_kallsyms_size(addr, &size, &soff) || soff) {
-		snprintf(reason, rlen, "insn_decode or the function size not found");
-		return -ENOENT;
-	}
-	for (pos = 0; pos < size; ) {
-		struct insn insn;
-		long target;
-
-		if (bbrx_insn_decode(&insn, (void *)(addr + pos),
-				     min_t(unsigned long, MAX_INSN_SIZE, size - pos),
-				     INSN_MODE_KERN) < 0 || !insn.length) {
-			snprintf(reason, rlen, "text at +%#zx does not decode", pos);
-			return -ENOEXEC;
-		}
-		if (bbrx_insn_indirect_jmp(&insn)) {
-			snprintf(reason, rlen, "indirect jmp at +%#zx", pos);
-			return -ENOEXEC;
-		}
-		if (pos + insn.length == off) {
-			prev = pos;
-			prev_ends = bbrx_insn_ends_flow(&insn);
-		}
-		target = bbrx_insn_branch_target(&insn, pos);
-		if (target == off) {
-			if (pos != from) {
-				snprintf(reason, rlen,
-					 "+%#zx is also reached from +%#zx", off, pos);
-				return -ENOEXEC;
-			}
-			n++;
-		}
-		pos += insn.length;
-	}
-	if (!prev) {
+	err = bbrx_hook_walk(addr, bbrx_sole_entry_step, &se, reason, rlen);
+	if (err)
+		return err;
+	if (!se.prev) {
 		snprintf(reason, rlen, "+%#zx is not an instruction boundary", off);
 		return -ENOEXEC;
 	}
 	/* Falling through from the instruction before is a way in too. */
-	if (!prev_ends) {
-		if (prev != from) {
+	if (!se.prev_ends) {
+		if (se.prev != from) {
 			snprintf(reason, rlen,
 				 "+%#zx is also reached by falling through from +%#zx",
-				 off, prev);
+				 off, se.prev);
 			return -ENOEXEC;
 		}
-		n++;
+		se.n++;
 	}
-	if (n != 1) {
+	if (se.n != 1) {
 		snprintf(reason, rlen, "+%#zx is not reached from +%#zx", off, from);
 		return -ENOEXEC;
 	}

@@ -17,8 +17,10 @@
  *   2 pre-change    send only when it is empty (the regression)
  *
  * The limit is the kernel's: max(2 * truesize, pacing_rate >> pacing_shift),
- * capped by tcp_limit_output_bytes for unpaced sockets, shifted by factor (1
- * for retransmits), plus the tcp_tx_delay allowance.
+ * capped by tcp_limit_output_bytes (for unpaced sockets only in 6.1 and
+ * 6.12; for every socket in 7.x, whose function no longer reads
+ * sk_pacing_status: bbrx_tsq_verify() tells them apart), shifted by factor
+ * (1 for retransmits), plus the tcp_tx_delay allowance.
  */
 #include <linux/kernel.h>
 #include <linux/uaccess.h>
@@ -43,6 +45,13 @@ bool bbrx_tsq_wants(struct sock *sk)
 	       bbrx_sk_in_scope(sk, bn);
 }
 
+/*
+ * Does the kernel's function clamp every flow to tcp_limit_output_bytes
+ * (7.x), not only unpaced ones (6.1, 6.12)? Set by bbrx_tsq_verify() from
+ * the function's code, before the hook is installed.
+ */
+static bool bbrx_tsq_clamp_all;
+
 static unsigned long bbrx_tsq_limit(struct sock *sk, unsigned int truesize,
 				    unsigned int factor)
 {
@@ -51,7 +60,8 @@ static unsigned long bbrx_tsq_limit(struct sock *sk, unsigned int truesize,
 
 	limit = max_t(unsigned long, 2UL * truesize,
 		      pacing_rate >> READ_ONCE(sk->sk_pacing_shift));
-	if (READ_ONCE(sk->sk_pacing_status) == SK_PACING_NONE)
+	if (bbrx_tsq_clamp_all ||
+	    READ_ONCE(sk->sk_pacing_status) == SK_PACING_NONE)
 		limit = min_t(unsigned long, limit,
 			      READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_limit_output_bytes));
 	limit <<= factor;
@@ -117,85 +127,232 @@ bool bbrx_tsq_small_queue_check(struct sock *sk, unsigned int truesize,
 }
 
 /* Registers by their x86 number (REX extension included). */
+#define BBRX_RSP	4
 #define BBRX_RSI	6
 #define BBRX_RDI	7
-/* The clone's prologue is searched this far. */
-#define BBRX_TSQ_SCAN	48
 
-static u8 bbrx_insn_rex(const struct insn *insn)
+/*
+ * What the prologue has shown so far: which registers still hold the
+ * socket and the truesize argument (one bit per register), and whether
+ * sk_pacing_rate was loaded through the socket and the truesize doubled.
+ */
+struct bbrx_tsq_flow {
+	u16 sk, ts;
+	bool rate, twice;
+	u32 off;		/* sk_pacing_rate's offset */
+	size_t start, end;	/* where the copy starts; where to give up */
+	const u8 *text;
+	char *reason;
+	size_t len;
+};
+
+/* @reg now holds something else: it no longer carries either argument. */
+static void bbrx_tsq_clobber(struct bbrx_tsq_flow *f, int reg)
 {
-	return insn->rex_prefix.nbytes ? insn->rex_prefix.bytes[0] : 0;
+	f->sk &= ~BIT(reg);
+	f->ts &= ~BIT(reg);
 }
 
-static int bbrx_insn_reg(const struct insn *insn)
+/* Does this lea compute 2 * a register holding the truesize? */
+static bool bbrx_tsq_lea_doubles(const struct bbrx_tsq_flow *f,
+				 const struct insn *insn)
 {
-	return X86_MODRM_REG(insn->modrm.value) +
-	       (X86_REX_R(bbrx_insn_rex(insn)) ? 8 : 0);
-}
+	u8 modrm = insn->modrm.value, sib = insn->sib.value;
+	u8 rex = insn->rex_prefix.nbytes ? insn->rex_prefix.bytes[0] : 0;
+	int index, base;
 
-static int bbrx_insn_rm(const struct insn *insn)
-{
-	return X86_MODRM_RM(insn->modrm.value) +
-	       (X86_REX_B(bbrx_insn_rex(insn)) ? 8 : 0);
+	/* lea (%base,%index,1) or lea 0(,%index,2): a SIB, no displacement */
+	if (X86_MODRM_RM(modrm) != 4 || insn->displacement.value)
+		return false;
+	index = X86_SIB_INDEX(sib) + (X86_REX_X(rex) ? 8 : 0);
+	base = X86_SIB_BASE(sib) + (X86_REX_B(rex) ? 8 : 0);
+	if (!(f->ts & BIT(index)))
+		return false;
+	if (X86_MODRM_MOD(modrm) == 0 && X86_SIB_BASE(sib) == 5)
+		return X86_SIB_SCALE(sib) == 1;		/* 0(,%index,2) */
+	return X86_MODRM_MOD(modrm) == 0 && base == index &&
+	       X86_SIB_SCALE(sib) == 0;			/* (%r,%r,1) */
 }
 
 /*
- * The general register a prologue instruction writes: 0-15, -1 for none
- * (push, a store to memory), -2 for an instruction outside the forms a
- * prologue is made of here, which ends the search.
+ * Follow one prologue instruction. Return: 0 when it is accounted for
+ * (frame setup, a register move that carries an argument along, a load or
+ * arithmetic into a register, which then carries neither), -1 for anything
+ * else: a branch, a store, a call, an opcode not listed here.
  */
-static int bbrx_tsq_insn_dest(const struct insn *insn)
+static int bbrx_tsq_follow(struct bbrx_tsq_flow *f, const struct insn *insn)
 {
 	const u8 op = insn->opcode.bytes[0];
-	const bool reg_dst = X86_MODRM_MOD(insn->modrm.value) == 3;
+	const bool reg_form = X86_MODRM_MOD(insn->modrm.value) == 3;
+	int dst, src, base;
 
-	if (op >= 0x50 && op <= 0x57)			/* push */
-		return -1;
+	if (op >= 0x50 && op <= 0x57 && insn->opcode.nbytes == 1)
+		return 0;					/* push */
 	switch (op) {
-	case 0x01: case 0x29: case 0x31: case 0x89:	/* add/sub/xor/mov r -> r/m */
-	case 0xc1: case 0xd1:				/* shifts */
-		return reg_dst ? bbrx_insn_rm(insn) : -1;
-	case 0x03: case 0x2b: case 0x33: case 0x8b: case 0x8d:	/* -> r */
-		return bbrx_insn_reg(insn);
-	case 0x0f:					/* movzx/movsx */
+	case 0x81: case 0x83:		/* add/sub $imm,%rsp: a stack frame */
+		if (reg_form && bbrx_insn_rm(insn) == BBRX_RSP &&
+		    bbrx_insn_wide(insn) &&
+		    (X86_MODRM_REG(insn->modrm.value) == 0 ||
+		     X86_MODRM_REG(insn->modrm.value) == 5))
+			return 0;
+		return -1;
+	case 0x89: case 0x8b:		/* mov */
+		if (reg_form) {
+			dst = op == 0x89 ? bbrx_insn_rm(insn) : bbrx_insn_reg(insn);
+			src = op == 0x89 ? bbrx_insn_reg(insn) : bbrx_insn_rm(insn);
+			/* a 32-bit copy truncates the pointer, keeps the u32 */
+			f->sk = (f->sk & ~BIT(dst)) |
+				(bbrx_insn_wide(insn) && (f->sk & BIT(src)) ? BIT(dst) : 0);
+			f->ts = (f->ts & ~BIT(dst)) |
+				(f->ts & BIT(src) ? BIT(dst) : 0);
+			return 0;
+		}
+		if (op == 0x89)
+			return -1;				/* a store */
+		base = bbrx_insn_mem_base(insn);
+		if (base < 0)
+			return -1;
+		if ((f->sk & BIT(base)) && bbrx_insn_wide(insn) &&
+		    (u32)insn->displacement.value == f->off)
+			f->rate = true;
+		bbrx_tsq_clobber(f, bbrx_insn_reg(insn));
+		return 0;
+	case 0x8d:			/* lea */
+		if (bbrx_tsq_lea_doubles(f, insn))
+			f->twice = true;
+		bbrx_tsq_clobber(f, bbrx_insn_reg(insn));
+		return 0;
+	case 0x01:			/* add %r,%r: doubles it when r == r */
+		if (!reg_form)
+			return -1;
+		dst = bbrx_insn_rm(insn);
+		if (dst == bbrx_insn_reg(insn) && (f->ts & BIT(dst)))
+			f->twice = true;
+		bbrx_tsq_clobber(f, dst);
+		return 0;
+	case 0xd1:			/* shl %r: doubles it */
+		if (!reg_form)
+			return -1;
+		dst = bbrx_insn_rm(insn);
+		if (X86_MODRM_REG(insn->modrm.value) == 4 && (f->ts & BIT(dst)))
+			f->twice = true;
+		bbrx_tsq_clobber(f, dst);
+		return 0;
+	case 0x29: case 0x31: case 0xc1:	/* sub, xor, shift by imm */
+		if (!reg_form)
+			return -1;
+		bbrx_tsq_clobber(f, bbrx_insn_rm(insn));
+		return 0;
+	case 0x03: case 0x2b: case 0x33:	/* add, sub, xor into a register */
+		bbrx_tsq_clobber(f, bbrx_insn_reg(insn));
+		return 0;
+	case 0x0f:			/* movzx/movsx */
 		if (insn->opcode.nbytes == 2 &&
-		    (insn->opcode.bytes[1] & 0xf6) == 0xb6)
-			return bbrx_insn_reg(insn);
-		return -2;
+		    (insn->opcode.bytes[1] & 0xf6) == 0xb6) {
+			bbrx_tsq_clobber(f, bbrx_insn_reg(insn));
+			return 0;
+		}
+		return -1;
 	}
-	return -2;
+	return -1;
 }
 
-/* mov disp(%rdi),%r64 with disp == @off: the socket's sk_pacing_rate. */
-static bool bbrx_tsq_loads_rate(const struct insn *insn, u32 off)
+/*
+ * bbrx_hook_walk_buf() callback. Return: 1 once both arguments are seen, 0
+ * to go on, -EPERM refused (@reason set), -E2BIG past the prologue.
+ */
+static int bbrx_tsq_step(const struct insn *insn, size_t pos, void *ctx)
 {
-	u8 mod = X86_MODRM_MOD(insn->modrm.value);
+	struct bbrx_tsq_flow *f = ctx;
 
-	return insn->opcode.bytes[0] == 0x8b && X86_REX_W(bbrx_insn_rex(insn)) &&
-	       (mod == 1 || mod == 2) && bbrx_insn_rm(insn) == BBRX_RDI &&
-	       (u32)insn->displacement.value == off;
+	if (pos >= f->end)
+		return -E2BIG;		/* searched far enough */
+	if (bbrx_tsq_follow(f, insn)) {
+		snprintf(f->reason, f->len,
+			 "prologue: unaccounted instruction at +%#zx (%*ph) before %s",
+			 f->start + pos, insn->length, f->text + pos, !f->rate ?
+			 "a load of sk_pacing_rate from rdi (sk)" :
+			 "esi (truesize) is doubled");
+		return -EPERM;
+	}
+	if (!f->rate && !f->sk) {
+		snprintf(f->reason, f->len,
+			 "prologue: rdi (sk) overwritten at +%#zx before sk_pacing_rate was loaded",
+			 f->start + pos);
+		return -EPERM;
+	}
+	if (!f->twice && !f->ts) {
+		snprintf(f->reason, f->len,
+			 "prologue: esi (truesize) overwritten at +%#zx before it was doubled",
+			 f->start + pos);
+		return -EPERM;
+	}
+	return f->rate && f->twice;
 }
 
-/* add %esi,%esi; shl %esi; lea (%rsi,%rsi,1),r or lea 0(,%rsi,2),r */
-static bool bbrx_tsq_doubles_esi(const struct insn *insn)
+/**
+ * bbrx_tsq_prologue() - does this prologue take (sk, truesize) in rdi, esi?
+ * @text: a copy of the function's text after its fentry site, with
+ *	MAX_INSN_SIZE bytes to spare
+ * @size: bytes in @text
+ * @start: @text's offset in the function, for @reason
+ * @off: sk_pacing_rate's offset in struct sock
+ * @reason: why not, on failure
+ * @len: size of @reason
+ *
+ * The data-flow half of bbrx_tsq_verify(), on a buffer so that
+ * bbrx_verify_selftest() can feed it known prologues.
+ *
+ * Return: 0 when both are seen, -ENOEXEC (-ENOENT without the decoder)
+ * with @reason.
+ */
+int bbrx_tsq_prologue(const u8 *text, size_t size, size_t start, u32 off,
+		      char *reason, size_t len)
 {
-	const u8 op = insn->opcode.bytes[0];
-	u8 modrm = insn->modrm.value, sib = insn->sib.value;
-	u8 rex = bbrx_insn_rex(insn);
+	struct bbrx_tsq_flow f = {
+		.sk = BIT(BBRX_RDI), .ts = BIT(BBRX_RSI), .off = off,
+		.start = start, .end = size - MAX_INSN_SIZE, .text = text,
+		.reason = reason, .len = len,
+	};
+	int ret = bbrx_hook_walk_buf(text, size, bbrx_tsq_step, &f, reason, len);
 
-	if (op == 0x01 && X86_MODRM_MOD(modrm) == 3)
-		return bbrx_insn_rm(insn) == BBRX_RSI &&
-		       bbrx_insn_reg(insn) == BBRX_RSI;
-	if (op == 0xd1 && X86_MODRM_MOD(modrm) == 3)
-		return X86_MODRM_REG(modrm) == 4 && bbrx_insn_rm(insn) == BBRX_RSI;
-	if (op != 0x8d || X86_MODRM_MOD(modrm) != 0 ||
-	    X86_MODRM_RM(modrm) != 4 || X86_REX_X(rex) || X86_REX_B(rex))
-		return false;
-	if (X86_SIB_INDEX(sib) != BBRX_RSI)
-		return false;
-	return (X86_SIB_BASE(sib) == BBRX_RSI && X86_SIB_SCALE(sib) == 0) ||
-	       (X86_SIB_BASE(sib) == 5 && X86_SIB_SCALE(sib) == 1 &&
-		!insn->displacement.value);
+	if (ret == 1)
+		return 0;
+	/* refused by a step, or not decodable, or no decoder: reason set */
+	if (ret == -EPERM)
+		return -ENOEXEC;
+	if (ret == -ENOEXEC || ret == -ENOENT)
+		return ret;
+	snprintf(reason, len,
+		 "prologue +%#zx..+%#zx: %s (expected rdi = sk, esi = truesize)",
+		 start, start + f.end, !f.rate ?
+		 "no load of sk_pacing_rate from rdi (sk)" : "esi (truesize) not doubled");
+	return -ENOEXEC;
+}
+
+/* A field access at sk_pacing_status's offset, through any register. */
+static int bbrx_tsq_reads_status(const struct insn *insn, size_t off, void *ctx)
+{
+	return bbrx_insn_mem_base(insn) >= 0 &&
+	       (u32)insn->displacement.value ==
+	       offsetof(struct sock, sk_pacing_status);
+}
+
+/*
+ * Which clamp rule the kernel's function has: 6.1 and 6.12 read
+ * sk_pacing_status to clamp unpaced sockets only; 7.x's function clamps
+ * every socket and does not read it. Mode 1 must be the kernel's rule.
+ */
+static int bbrx_tsq_clamp_rule(unsigned long addr, char *reason, size_t len)
+{
+	int ret = bbrx_hook_walk(addr, bbrx_tsq_reads_status, NULL, reason, len);
+
+	if (ret < 0)
+		return ret;
+	bbrx_tsq_clamp_all = !ret;
+	pr_info("bbrx: tsq: this kernel caps %s sockets at tcp_limit_output_bytes; the policies do the same\n",
+		bbrx_tsq_clamp_all ? "all" : "unpaced");
+	return 0;
 }
 
 /**
@@ -204,15 +361,23 @@ static bool bbrx_tsq_doubles_esi(const struct insn *insn)
  * @reason: why not, on failure
  * @len: size of @reason
  *
- * GCC's clone takes (sk, skb->truesize, factor). Its prologue shows it: rdi
- * is the socket (sk_pacing_rate is loaded from it at this build's offset)
- * and esi is doubled as 2 * truesize, each before anything overwrites that
- * register. The instructions are decoded with the kernel's insn_decode(),
- * not matched byte for byte, because builds schedule them differently:
+ * GCC's clone takes (sk, skb->truesize, factor). Its prologue shows it:
+ * sk_pacing_rate is loaded (at this build's offset) through a register that
+ * still holds rdi, the socket, and a register that still holds esi is
+ * doubled as 2 * truesize. The prologue is followed instruction by
+ * instruction with the kernel's insn_decode(), through frame setup
+ * (push, sub $imm,%rsp) and register moves, because builds schedule and
+ * allocate differently:
  *   6.1 cloud  mov %rdi,%rax; mov rate(%rdi),%rdi; add %esi,%esi
  *   6.1 with lockdep and KASAN (make check-debug)
  *              movzbl shift(%rdi),%ecx; mov rate(%rdi),%rax; push %r12;
  *              mov %edx,%r12d; lea (%rsi,%rsi,1),%edx
+ *   7.3 (gcc-14) push %r12; lea (%rsi,%rsi,1),%r12d; push %rbp; ...;
+ *              mov %rdi,%rbx; sub $0x10,%rsp; ...; mov rate(%rdi),%rax
+ *   7.2 (gcc-16) sub $0x20,%rsp first
+ * Any instruction outside those forms (a branch, a store, a call) before
+ * both are seen refuses the hook, naming it. The whole function is then
+ * decoded for its clamp rule (bbrx_tsq_clamp_rule()).
  * Redirecting a local function relies on -flive-patching=inline-clone
  * (CONFIG_LIVEPATCH), under which callers assume nothing beyond the ABI.
  *
@@ -222,11 +387,9 @@ static bool bbrx_tsq_doubles_esi(const struct insn *insn)
 int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len)
 {
 	u32 off = offsetof(struct sock, sk_pacing_rate);
-	bool rdi_live = true, rsi_live = true, rate = false, twice = false;
-	size_t start = 5 + bbrx_endbr_len(addr), pos = 0;
-	u8 text[BBRX_TSQ_SCAN + MAX_INSN_SIZE];
-	struct insn insn;
-	int err, dest;
+	size_t start = 5 + bbrx_endbr_len(addr);
+	u8 text[BBRX_TSQ_TEXT];
+	int err;
 
 	if (!IS_ENABLED(CONFIG_LIVEPATCH)) {
 		snprintf(reason, len,
@@ -241,31 +404,6 @@ int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len)
 		snprintf(reason, len, "text at +%#zx unreadable", start);
 		return -EFAULT;
 	}
-	while (pos < BBRX_TSQ_SCAN && !(rate && twice)) {
-		err = bbrx_hook_insn(text + pos, sizeof(text) - pos, &insn);
-		if (err) {
-			snprintf(reason, len, err == -ENOENT ?
-				 "insn_decode not found" :
-				 "text at +%#zx does not decode", start + pos);
-			return err;
-		}
-		dest = bbrx_tsq_insn_dest(&insn);
-		if (dest == -2)
-			break;
-		if (rdi_live && bbrx_tsq_loads_rate(&insn, off))
-			rate = true;
-		if (rsi_live && bbrx_tsq_doubles_esi(&insn))
-			twice = true;
-		/* the source is read before the destination is written */
-		rdi_live &= dest != BBRX_RDI;
-		rsi_live &= dest != BBRX_RSI;
-		pos += insn.length;
-	}
-	if (rate && twice)
-		return 0;
-	snprintf(reason, len,
-		 "prologue +%#zx..+%#zx: %s (expected rdi = sk, esi = truesize)",
-		 start, start + pos, !rate ?
-		 "no load of sk_pacing_rate from %rdi" : "%esi not doubled");
-	return -ENOEXEC;
+	err = bbrx_tsq_prologue(text, sizeof(text), start, off, reason, len);
+	return err ?: bbrx_tsq_clamp_rule(addr, reason, len);
 }

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The verifiers' decoding against known code: verify_selftest=1 feeds the
+ * TSQ prologue check and the delayed-ACK branch search instruction
+ * sequences that the kernels bbrx boots show (6.1, 7.3 with gcc-14, 7.2
+ * with gcc-16) and sequences no build shows but a future one could (a call
+ * inside the prologue, the socket overwritten, a test of another TCP flag),
+ * and prints one line per case and a summary. The real targets of the
+ * running kernel are checked at every load; these cases cover the shapes a
+ * kernel does not offer. The load goes on whatever the result.
+ */
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/string.h>
+#include <net/inet_connection_sock.h>
+#include <net/tcp.h>
+#include <asm/insn.h>
+
+#include "bbrx.h"
+
+static bool bbrx_verify_selftest_on;
+module_param_named(verify_selftest, bbrx_verify_selftest_on, bool, 0444);
+MODULE_PARM_DESC(verify_selftest,
+		 "Test only: check the verifiers' decoding against known code at load, results in dmesg");
+
+/* An instruction sequence under construction; int3 fills the rest. */
+struct bbrx_code {
+	u8 b[BBRX_TSQ_TEXT];
+	size_t n;
+};
+
+static void bbrx_code_init(struct bbrx_code *c)
+{
+	memset(c->b, 0xcc, sizeof(c->b));
+	c->n = 0;
+}
+
+static void bbrx_code_bytes(struct bbrx_code *c, const u8 *p, size_t len)
+{
+	if (WARN_ON_ONCE(c->n + len > sizeof(c->b)))
+		return;
+	memcpy(c->b + c->n, p, len);
+	c->n += len;
+}
+
+#define BBRX_EMIT(c, ...) do {					\
+	static const u8 __b[] = { __VA_ARGS__ };		\
+	bbrx_code_bytes(c, __b, sizeof(__b));			\
+} while (0)
+
+static void bbrx_code_u32(struct bbrx_code *c, u32 v)
+{
+	__le32 le = cpu_to_le32(v);
+
+	bbrx_code_bytes(c, (const u8 *)&le, sizeof(le));
+}
+
+enum bbrx_tsq_case { TSQ_61, TSQ_73, TSQ_COPY, TSQ_CALL, TSQ_SK_LOST,
+		     TSQ_SK_TRUNC, TSQ_CASES };
+
+static const char * const bbrx_tsq_case_name[] = {
+	[TSQ_61] = "tsq: 6.1 prologue accepted",
+	[TSQ_73] = "tsq: 7.3 frame setup (push, sub $imm,%rsp) accepted",
+	[TSQ_COPY] = "tsq: sk_pacing_rate loaded through a copy of rdi accepted",
+	[TSQ_CALL] = "tsq: a call before the load refused",
+	[TSQ_SK_LOST] = "tsq: rdi overwritten before the load refused",
+	[TSQ_SK_TRUNC] = "tsq: load through a 32-bit copy of rdi refused",
+};
+
+static void bbrx_tsq_case(struct bbrx_code *c, enum bbrx_tsq_case k, u32 rate)
+{
+	bbrx_code_init(c);
+	switch (k) {
+	case TSQ_61:	/* mov %rdi,%rax; mov rate(%rdi),%rdi; add %esi,%esi */
+		BBRX_EMIT(c, 0x48, 0x89, 0xf8, 0x48, 0x8b, 0xbf);
+		bbrx_code_u32(c, rate);
+		BBRX_EMIT(c, 0x01, 0xf6);
+		break;
+	case TSQ_73:	/* push %r12; lea (%rsi,%rsi,1),%r12d; push %rbp;
+			 * mov %edx,%ebp; push %rbx; mov %rdi,%rbx;
+			 * sub $0x10,%rsp; movzbl 0x24c(%rdi),%ecx;
+			 * mov rate(%rdi),%rax
+			 */
+		BBRX_EMIT(c, 0x41, 0x54, 0x44, 0x8d, 0x24, 0x36, 0x55, 0x89,
+			  0xd5, 0x53, 0x48, 0x89, 0xfb, 0x48, 0x83, 0xec, 0x10,
+			  0x0f, 0xb6, 0x8f, 0x4c, 0x02, 0x00, 0x00,
+			  0x48, 0x8b, 0x87);
+		bbrx_code_u32(c, rate);
+		break;
+	case TSQ_COPY:	/* sub $0x20,%rsp; mov %rdi,%rbx; mov rate(%rbx),%rax;
+			 * lea (%rsi,%rsi,1),%eax
+			 */
+		BBRX_EMIT(c, 0x48, 0x83, 0xec, 0x20, 0x48, 0x89, 0xfb,
+			  0x48, 0x8b, 0x83);
+		bbrx_code_u32(c, rate);
+		BBRX_EMIT(c, 0x8d, 0x04, 0x36);
+		break;
+	case TSQ_CALL:	/* sub $0x10,%rsp; call .+5; mov rate(%rdi),%rax */
+		BBRX_EMIT(c, 0x48, 0x83, 0xec, 0x10, 0xe8, 0, 0, 0, 0,
+			  0x48, 0x8b, 0x87);
+		bbrx_code_u32(c, rate);
+		BBRX_EMIT(c, 0x01, 0xf6);
+		break;
+	case TSQ_SK_LOST:	/* mov 8(%rdi),%rdi; mov rate(%rdi),%rax */
+		BBRX_EMIT(c, 0x48, 0x8b, 0x7f, 0x08, 0x48, 0x8b, 0x87);
+		bbrx_code_u32(c, rate);
+		BBRX_EMIT(c, 0x01, 0xf6);
+		break;
+	case TSQ_SK_TRUNC:	/* mov %edi,%ebx; mov rate(%rbx),%rax; add %esi,%esi */
+		BBRX_EMIT(c, 0x89, 0xfb, 0x48, 0x8b, 0x83);
+		bbrx_code_u32(c, rate);
+		BBRX_EMIT(c, 0x01, 0xf6);
+		break;
+	case TSQ_CASES:
+		break;
+	}
+}
+
+enum bbrx_delack_case { DA_JE_R12, DA_JE_R8, DA_JNE, DA_FIN, DA_NO_TEST,
+			DA_TWO_MARKS, DA_CASES };
+
+static const char * const bbrx_delack_case_name[] = {
+	[DA_JE_R12] = "delack: PSH test of %r12 + je past the mark (6.12, 7.3) accepted",
+	[DA_JE_R8] = "delack: PSH test of %r8 + je (gcc-16), sk in %r13, accepted",
+	[DA_JNE] = "delack: jne to an out-of-line mark (6.1) accepted",
+	[DA_FIN] = "delack: a test of FIN, not PSH, refused",
+	[DA_NO_TEST] = "delack: a mark without a flag test refused",
+	[DA_TWO_MARKS] = "delack: two marks refused",
+};
+
+/* The register each accepted case must report holding the socket. */
+static const int bbrx_delack_case_reg[] = {
+	[DA_JE_R12] = 3, [DA_JE_R8] = 13, [DA_JNE] = 3,
+};
+
+static void bbrx_delack_case(struct bbrx_code *c, enum bbrx_delack_case k,
+			     u32 pend, u32 flags)
+{
+	bbrx_code_init(c);
+	switch (k) {
+	case DA_JE_R12:	/* testb $PSH,flags(%r12); je +7; orb $4,pend(%rbx); ret */
+	case DA_FIN:
+		BBRX_EMIT(c, 0x41, 0xf6, 0x84, 0x24);
+		bbrx_code_u32(c, flags);
+		if (k == DA_FIN)
+			BBRX_EMIT(c, TCPHDR_FIN);
+		else
+			BBRX_EMIT(c, TCPHDR_PSH);
+		BBRX_EMIT(c, 0x74, 0x07, 0x80, 0x8b);
+		bbrx_code_u32(c, pend);
+		BBRX_EMIT(c, ICSK_ACK_PUSHED, 0xc3);
+		break;
+	case DA_JE_R8:	/* testb $PSH,flags(%r8); je +8; orb $4,pend(%r13); ret */
+		BBRX_EMIT(c, 0x41, 0xf6, 0x80);
+		bbrx_code_u32(c, flags);
+		BBRX_EMIT(c, TCPHDR_PSH, 0x74, 0x08, 0x41, 0x80, 0x8d);
+		bbrx_code_u32(c, pend);
+		BBRX_EMIT(c, ICSK_ACK_PUSHED, 0xc3);
+		break;
+	case DA_JNE:	/* testb $PSH,flags(%r12); jne +1; ret; orb...; ret */
+		BBRX_EMIT(c, 0x41, 0xf6, 0x84, 0x24);
+		bbrx_code_u32(c, flags);
+		BBRX_EMIT(c, TCPHDR_PSH, 0x75, 0x01, 0xc3, 0x80, 0x8b);
+		bbrx_code_u32(c, pend);
+		BBRX_EMIT(c, ICSK_ACK_PUSHED, 0xc3);
+		break;
+	case DA_NO_TEST:	/* orb $4,pend(%rbx); ret */
+	case DA_TWO_MARKS:
+		BBRX_EMIT(c, 0x80, 0x8b);
+		bbrx_code_u32(c, pend);
+		BBRX_EMIT(c, ICSK_ACK_PUSHED);
+		if (k == DA_TWO_MARKS) {
+			BBRX_EMIT(c, 0x80, 0x8b);
+			bbrx_code_u32(c, pend);
+			BBRX_EMIT(c, ICSK_ACK_PUSHED);
+		}
+		BBRX_EMIT(c, 0xc3);
+		break;
+	case DA_CASES:
+		break;
+	}
+}
+
+static bool bbrx_selftest_report(const char *name, bool accept, int err,
+				 bool extra_ok, const char *reason)
+{
+	bool ok = accept ? !err && extra_ok : err == -ENOEXEC;
+
+	pr_info("bbrx: verify_selftest: %s: %s%s%s\n", name,
+		ok ? "ok" : "FAILED", err ? ": " : "", err ? reason : "");
+	return ok;
+}
+
+/**
+ * bbrx_verify_selftest() - run the verifiers on known code, if asked
+ *
+ * With the verify_selftest module parameter set, runs each case through
+ * bbrx_tsq_prologue() or bbrx_delack_find() and prints "bbrx:
+ * verify_selftest: CASE: ok" (or FAILED, with the verifier's reason) and
+ * "bbrx: verify_selftest: N passed, M failed". Called at load, once the
+ * kernel's decoder has been found; never fails the load.
+ */
+void bbrx_verify_selftest(void)
+{
+	const u32 rate = offsetof(struct sock, sk_pacing_rate);
+	const u32 pend = offsetof(struct inet_connection_sock, icsk_ack) +
+			 offsetof(typeof_member(struct inet_connection_sock,
+						icsk_ack), pending);
+	const u32 flags = offsetof(struct sk_buff, cb) +
+			  offsetof(struct tcp_skb_cb, tcp_flags);
+	struct bbrx_delack_site site;
+	static struct bbrx_code code;	/* load time, one caller */
+	int pass = 0, fail = 0, k, err;
+	char reason[160];
+
+	if (!bbrx_verify_selftest_on)
+		return;
+	for (k = 0; k < TSQ_CASES; k++) {
+		bbrx_tsq_case(&code, k, rate);
+		reason[0] = '\0';
+		err = bbrx_tsq_prologue(code.b, sizeof(code.b), 5, rate, reason,
+					sizeof(reason));
+		if (bbrx_selftest_report(bbrx_tsq_case_name[k], k <= TSQ_COPY,
+					 err, true, reason))
+			pass++;
+		else
+			fail++;
+	}
+	for (k = 0; k < DA_CASES; k++) {
+		bbrx_delack_case(&code, k, pend, flags);
+		reason[0] = '\0';
+		memset(&site, 0, sizeof(site));
+		err = bbrx_delack_find(code.b, code.n, pend, &site, reason,
+				       sizeof(reason));
+		if (bbrx_selftest_report(bbrx_delack_case_name[k], k <= DA_JNE,
+					 err, k > DA_JNE ||
+					 site.orb_reg == bbrx_delack_case_reg[k],
+					 reason))
+			pass++;
+		else
+			fail++;
+	}
+	pr_info("bbrx: verify_selftest: %d passed, %d failed\n", pass, fail);
+}

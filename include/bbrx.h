@@ -286,6 +286,7 @@ int bbrx_hook_walk(unsigned long addr,
 int bbrx_insn_reg(const struct insn *insn);
 int bbrx_insn_rm(const struct insn *insn);
 bool bbrx_insn_wide(const struct insn *insn);
+bool bbrx_insn_plain(const struct insn *insn);
 int bbrx_insn_mem_base(const struct insn *insn);
 const char *bbrx_insn_reg_name(int reg);
 struct pt_regs;

@@ -63,9 +63,11 @@ static int bbrx_delack_len;
 static bool bbrx_delack_is_orb(const struct bbrx_delack_scan *sc,
 			       const struct insn *insn)
 {
-	return insn->opcode.nbytes == 1 && insn->opcode.bytes[0] == 0x80 &&
+	return bbrx_insn_plain(insn) &&
+	       insn->opcode.nbytes == 1 && insn->opcode.bytes[0] == 0x80 &&
 	       X86_MODRM_REG(insn->modrm.value) == 1 &&
 	       bbrx_insn_mem_base(insn) >= 0 &&
+	       insn->displacement.value >= 0 &&
 	       (u32)insn->displacement.value == sc->pend &&
 	       (u8)insn->immediate.value == ICSK_ACK_PUSHED;
 }
@@ -74,9 +76,11 @@ static bool bbrx_delack_is_orb(const struct bbrx_delack_scan *sc,
 static bool bbrx_delack_is_test(const struct bbrx_delack_scan *sc,
 				const struct insn *insn)
 {
-	return insn->opcode.nbytes == 1 && insn->opcode.bytes[0] == 0xf6 &&
+	return bbrx_insn_plain(insn) &&
+	       insn->opcode.nbytes == 1 && insn->opcode.bytes[0] == 0xf6 &&
 	       X86_MODRM_REG(insn->modrm.value) == 0 &&
 	       bbrx_insn_mem_base(insn) >= 0 &&
+	       insn->displacement.value >= 0 &&
 	       (u32)insn->displacement.value == sc->flags;
 }
 

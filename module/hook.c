@@ -829,7 +829,24 @@ int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 
 static u8 bbrx_insn_rex(const struct insn *insn)
 {
-	return insn->rex_prefix.nbytes ? insn->rex_prefix.bytes[0] : 0;
+	return insn->rex_prefix.nbytes == 1 ? insn->rex_prefix.bytes[0] : 0;
+}
+
+/**
+ * bbrx_insn_plain() - an instruction the register helpers describe fully?
+ * @insn: a decoded instruction
+ *
+ * Legacy prefixes (segment, operand or address size, lock, rep), VEX/EVEX
+ * and REX2 change what the ModRM fields mean (another segment, 16-bit
+ * operands, registers 16-31): a verifier treats such an instruction as
+ * unknown.
+ *
+ * Return: true with at most a one-byte REX prefix.
+ */
+bool bbrx_insn_plain(const struct insn *insn)
+{
+	return !insn->prefixes.nbytes && !insn->vex_prefix.nbytes &&
+	       insn->rex_prefix.nbytes <= 1;
 }
 
 /**

@@ -141,6 +141,7 @@ struct bbrx_tsq_flow {
 	bool rate, twice;
 	u32 off;		/* sk_pacing_rate's offset */
 	size_t start, end;	/* where the copy starts; where to give up */
+	size_t next;		/* the instruction after the last one followed */
 	const u8 *text;
 	char *reason;
 	size_t len;
@@ -166,7 +167,8 @@ static bool bbrx_tsq_lea_doubles(const struct bbrx_tsq_flow *f,
 		return false;
 	index = X86_SIB_INDEX(sib) + (X86_REX_X(rex) ? 8 : 0);
 	base = X86_SIB_BASE(sib) + (X86_REX_B(rex) ? 8 : 0);
-	if (!(f->ts & BIT(index)))
+	/* index 4 without REX.X is "no index" */
+	if (index == 4 || !(f->ts & BIT(index)))
 		return false;
 	if (X86_MODRM_MOD(modrm) == 0 && X86_SIB_BASE(sib) == 5)
 		return X86_SIB_SCALE(sib) == 1;		/* 0(,%index,2) */
@@ -186,6 +188,8 @@ static int bbrx_tsq_follow(struct bbrx_tsq_flow *f, const struct insn *insn)
 	const bool reg_form = X86_MODRM_MOD(insn->modrm.value) == 3;
 	int dst, src, base;
 
+	if (!bbrx_insn_plain(insn))
+		return -1;
 	if (op >= 0x50 && op <= 0x57 && insn->opcode.nbytes == 1)
 		return 0;					/* push */
 	switch (op) {
@@ -213,6 +217,7 @@ static int bbrx_tsq_follow(struct bbrx_tsq_flow *f, const struct insn *insn)
 		if (base < 0)
 			return -1;
 		if ((f->sk & BIT(base)) && bbrx_insn_wide(insn) &&
+		    insn->displacement.value >= 0 &&
 		    (u32)insn->displacement.value == f->off)
 			f->rate = true;
 		bbrx_tsq_clobber(f, bbrx_insn_reg(insn));
@@ -267,6 +272,7 @@ static int bbrx_tsq_step(const struct insn *insn, size_t pos, void *ctx)
 
 	if (pos >= f->end)
 		return -E2BIG;		/* searched far enough */
+	f->next = pos + insn->length;
 	if (bbrx_tsq_follow(f, insn)) {
 		snprintf(f->reason, f->len,
 			 "prologue: unaccounted instruction at +%#zx (%*ph) before %s",
@@ -321,7 +327,8 @@ int bbrx_tsq_prologue(const u8 *text, size_t size, size_t start, u32 off,
 	/* refused by a step, or not decodable, or no decoder: reason set */
 	if (ret == -EPERM)
 		return -ENOEXEC;
-	if (ret == -ENOEXEC || ret == -ENOENT)
+	/* an instruction past the search cut by the end of the copy */
+	if (ret == -ENOENT || (ret == -ENOEXEC && f.next < f.end))
 		return ret;
 	snprintf(reason, len,
 		 "prologue +%#zx..+%#zx: %s (expected rdi = sk, esi = truesize)",
@@ -330,12 +337,31 @@ int bbrx_tsq_prologue(const u8 *text, size_t size, size_t start, u32 off,
 	return -ENOEXEC;
 }
 
-/* A field access at sk_pacing_status's offset, through any register. */
+/*
+ * A read at sk_pacing_status's offset (a u32 in 6.x: mov, cmp, test or
+ * movzx/movsx from memory), not through %rsp. Return: 1 + the
+ * instruction's offset, to stop the walk there; its opcode and ModRM in
+ * *ctx for the log.
+ */
 static int bbrx_tsq_reads_status(const struct insn *insn, size_t off, void *ctx)
 {
-	return bbrx_insn_mem_base(insn) >= 0 &&
-	       (u32)insn->displacement.value ==
-	       offsetof(struct sock, sk_pacing_status);
+	const u8 op = insn->opcode.bytes[0], reg = X86_MODRM_REG(insn->modrm.value);
+	int base = bbrx_insn_mem_base(insn);
+	bool read;
+
+	if (!bbrx_insn_plain(insn) || base < 0 || base == BBRX_RSP ||
+	    insn->displacement.value != offsetof(struct sock, sk_pacing_status))
+		return 0;
+	read = op == 0x8a || op == 0x8b ||			/* mov */
+	       (op >= 0x38 && op <= 0x3b) ||			/* cmp */
+	       op == 0x84 || op == 0x85 ||			/* test */
+	       ((op == 0x80 || op == 0x81 || op == 0x83) && reg == 7) ||
+	       ((op == 0xf6 || op == 0xf7) && reg == 0) ||
+	       (op == 0x0f && (insn->opcode.bytes[1] & 0xf6) == 0xb6);
+	if (!read)
+		return 0;
+	*(u32 *)ctx = op << 8 | insn->modrm.value;
+	return 1 + off;
 }
 
 /*
@@ -345,13 +371,17 @@ static int bbrx_tsq_reads_status(const struct insn *insn, size_t off, void *ctx)
  */
 static int bbrx_tsq_clamp_rule(unsigned long addr, char *reason, size_t len)
 {
-	int ret = bbrx_hook_walk(addr, bbrx_tsq_reads_status, NULL, reason, len);
+	u32 op = 0;
+	int ret = bbrx_hook_walk(addr, bbrx_tsq_reads_status, &op, reason, len);
 
 	if (ret < 0)
 		return ret;
 	bbrx_tsq_clamp_all = !ret;
-	pr_info("bbrx: tsq: this kernel caps %s sockets at tcp_limit_output_bytes; the policies do the same\n",
-		bbrx_tsq_clamp_all ? "all" : "unpaced");
+	if (ret)
+		pr_info("bbrx: tsq: this kernel caps unpaced sockets at tcp_limit_output_bytes (sk_pacing_status read at +%#x, opcode/ModRM %04x); the policies do the same\n",
+			ret - 1, op);
+	else
+		pr_info("bbrx: tsq: this kernel caps all sockets at tcp_limit_output_bytes (sk_pacing_status not read); the policies do the same\n");
 	return 0;
 }
 

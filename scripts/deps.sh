@@ -14,7 +14,15 @@
 # qemu-system-x86 >= 10 from it; elsewhere, or if that fails (a warning,
 # not an error), an older QEMU stays and scripts/vm-run falls back to
 # single-threaded TCG.
+#
+# deps.sh --host installs only what the host itself needs (its packages and
+# its own kernels' headers), not the build chroots of other suites: mostly
+# download and unpacking, which scripts/check overlaps with the host's
+# builds.
 set -euo pipefail
+
+HOST_ONLY=0
+[[ ${1:-} != --host ]] || HOST_ONLY=1
 
 QEMU_MIN=1:10
 
@@ -152,6 +160,7 @@ record()
 }
 
 if [[ ${#missing[@]} -eq 0 && ${#kmissing[@]} -eq 0 && $want_bpo -eq 0 ]]; then
+	((HOST_ONLY)) && exit 0
 	foreign_builds || { echo "deps.sh: error: a build chroot or kernel could not be installed" >&2; exit 1; }
 	exit 0
 fi
@@ -237,5 +246,6 @@ if [[ ${#fail[@]} -ne 0 ]]; then
 	echo "deps.sh: error: still not installed: ${fail[*]}" >&2
 	exit 1
 fi
-foreign_builds || { echo "deps.sh: error: a build chroot or kernel could not be installed" >&2; exit 1; }
+((HOST_ONLY)) ||
+	foreign_builds || { echo "deps.sh: error: a build chroot or kernel could not be installed" >&2; exit 1; }
 echo "deps.sh: done" >&2

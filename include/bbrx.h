@@ -39,6 +39,7 @@ enum bbrx_stat_item {
 	BBRX_STAT_TSQ_WITHHELD,		/* single-skb shortcut refused */
 	BBRX_STAT_RCVBUF_SIZED,		/* sk_rcvbuf raised at establishment */
 	BBRX_STAT_RCVBUF_GROWN,		/* growth re-sized with per_mss */
+	BBRX_STAT_RCVBUF_GROWN_OFO,	/* of those: out-of-order data (7.x) */
 	BBRX_STAT_DELACK_PUSH_MARKED,	/* >= rcv_mss PSH marked (policy 1) */
 	BBRX_STAT_DELACK_PUSH_SUPPRESSED, /* >= rcv_mss PSH: no PUSHED mark */
 	BBRX_STAT_LT_BW_USED,		/* policer found: pacing at lt_bw */
@@ -340,7 +341,11 @@ void bbrx_verify_selftest(void);
 void bbrx_rcvbuf_init_transfer(struct sock *sk);
 void bbrx_rcvbuf_show(struct seq_file *seq);
 bool bbrx_rcvbuf_grow_wants(struct sock *sk);
-void bbrx_rcvbuf_space_adjust(struct sock *sk);
+#ifdef BBRX_HAVE_TCP_RCVBUF_GROW
+void bbrx_rcvbuf_grow(struct sock *sk, u32 newval);
+#else
+void bbrx_rcvbuf_grow(struct sock *sk);
+#endif
 int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len);
 int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len);
 

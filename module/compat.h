@@ -215,22 +215,43 @@ static inline s64 bbrx_rcvq_copied(const struct tcp_sock *tp)
 }
 
 /*
- * Kernels with tcp_rcvbuf_grow() (exported, 7.x) grow the receive buffer
- * there, from tcp_rcv_space_adjust() and from tcp_data_queue_ofo(), with
- * rules of their own (rcvwin = 2 * newval, tcp_rcvbuf_low_rtt, the
- * out-of-order span). bbrx's rcvbuf_grow replaces the whole 6.12
- * tcp_rcv_space_adjust(); on such a kernel it would apply 6.12's rules and
- * miss the second caller, so it must not install.
+ * Where the receive buffer grows. Through 6.12 tcp_rcv_space_adjust()
+ * measures and grows, and bbrx's rcvbuf_grow replaces it whole. 7.x moved
+ * the growth into the exported tcp_rcvbuf_grow(sk, newval), called from
+ * tcp_rcv_space_adjust() and from tcp_data_queue_ofo(), with rules of its
+ * own (rcvwin = 2 * newval, tcp_rcvbuf_low_rtt, the out-of-order span):
+ * there bbrx replaces tcp_rcvbuf_grow(), so both callers are covered.
+ */
+#ifdef BBRX_HAVE_TCP_RCVBUF_GROW
+#define BBRX_RCVBUF_GROW_SYMBOL "tcp_rcvbuf_grow"
+#else
+#define BBRX_RCVBUF_GROW_SYMBOL "tcp_rcv_space_adjust"
+#endif
+
+/*
+ * bbrx's tcp_rcvbuf_grow() follows the rule of the kernels that have
+ * tcp_rcvbuf_low_rtt (7.2, 7.3); a tcp_rcvbuf_grow() without it has
+ * another rule, which the replacement would change.
  *
  * Return: why the rcvbuf_grow redirect does not fit this kernel (short:
  * the hook's reason holds 95 characters), or NULL.
  */
 static inline const char *bbrx_rcvbuf_grow_misfit(void)
 {
-#ifdef BBRX_HAVE_TCP_RCVBUF_GROW
-	return "growth moved to tcp_rcvbuf_grow() (also called for out-of-order data)";
+#if defined(BBRX_HAVE_TCP_RCVBUF_GROW) && !defined(BBRX_HAVE_TCP_RCVBUF_LOW_RTT)
+	return "tcp_rcvbuf_grow() without tcp_rcvbuf_low_rtt: its rule is not bbrx's";
 #else
 	return NULL;
+#endif
+}
+
+/* net.ipv4.tcp_rcvbuf_low_rtt, microseconds; 0 where the kernel has none. */
+static inline u32 bbrx_rcvbuf_low_rtt(const struct net *net)
+{
+#ifdef BBRX_HAVE_TCP_RCVBUF_LOW_RTT
+	return READ_ONCE(net->ipv4.sysctl_tcp_rcvbuf_low_rtt);
+#else
+	return 0;
 #endif
 }
 

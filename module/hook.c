@@ -111,11 +111,11 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 	},
 	[BBRX_HOOK_RCVBUF_GROW] = {
 		.name = "rcvbuf_grow",
-		.symbol = "tcp_rcv_space_adjust",
+		.symbol = BBRX_RCVBUF_GROW_SYMBOL,
 		.kind = BBRX_HOOK_REDIRECT,
 		.verify = bbrx_rcvbuf_grow_verify,
 		.wants = bbrx_rcvbuf_grow_wants,
-		.redirect = bbrx_rcvbuf_space_adjust,
+		.redirect = bbrx_rcvbuf_grow,
 	},
 	[BBRX_HOOK_DELACK] = {
 		.name = "delack",

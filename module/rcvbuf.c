@@ -22,17 +22,19 @@
  *
  *   0 kernel   sk_rcvbuf starts at tcp_rmem[1] (6.1)
  *   1 per_mss  at establishment sk_rcvbuf = max(sk_rcvbuf, min(rcvmem,
- *              tcp_rmem[2])); when tcp_rcv_space_adjust() grows the
- *              buffer, the kernel's per-segment estimate is replaced by
- *              per_mss. Never when the application set SO_RCVBUF.
+ *              tcp_rmem[2])); when the kernel grows the buffer, its
+ *              window rule stays and its per-segment estimate is replaced
+ *              by per_mss. Never when the application set SO_RCVBUF.
  *
  * Mechanisms: an ftrace callback at the entry of tcp_init_transfer(), which
  * runs on both sides at establishment right before tcp_init_buffer_space()
  * derives window_clamp and rcvq_space from sk_rcvbuf; and an ftrace
- * redirect of tcp_rcv_space_adjust() to our replacement for in-scope
- * sockets. (A kretprobe there was the first design: kprobes on the ftrace
- * site of this hot function crashed the guest, a jump to address 0 from its
- * caller, while the module was loaded and unloaded under traffic.)
+ * redirect, for in-scope sockets, of the function that grows the buffer:
+ * tcp_rcv_space_adjust() through 6.12, tcp_rcvbuf_grow() on 7.x (both of
+ * its callers: tcp_rcv_space_adjust() and tcp_data_queue_ofo()). (A
+ * kretprobe was the first design: kprobes on the ftrace site of this hot
+ * function crashed the guest, a jump to address 0 from its caller, while
+ * the module was loaded and unloaded under traffic.)
  */
 #include <linux/kernel.h>
 #include <linux/log2.h>
@@ -145,13 +147,15 @@ int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len)
 }
 
 /**
- * bbrx_rcvbuf_grow_verify() - check tcp_rcv_space_adjust() can be redirected
- * @addr: its address
+ * bbrx_rcvbuf_grow_verify() - check the growth function can be redirected
+ * @addr: address of BBRX_RCVBUF_GROW_SYMBOL (tcp_rcv_space_adjust() through
+ *	6.12, tcp_rcvbuf_grow() on 7.x)
  * @reason: set to why not
  * @len: size of @reason
  *
- * Refused where the kernel grows the buffer in tcp_rcvbuf_grow() (7.x,
- * bbrx_rcvbuf_grow_misfit()).
+ * The prototype is checked at build time; refused where the kernel's rule
+ * is not the one bbrx_rcvbuf_grow() was written against
+ * (bbrx_rcvbuf_grow_misfit()).
  *
  * Return: 0, or -ENOEXEC with @reason.
  */
@@ -163,15 +167,20 @@ int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len)
 		snprintf(reason, len, "%s", misfit);
 		return -ENOEXEC;
 	}
+#ifdef BBRX_HAVE_TCP_RCVBUF_GROW
+	BUILD_BUG_ON(!__same_type(&tcp_rcvbuf_grow,
+				  void (*)(struct sock *, u32)));
+#else
 	BUILD_BUG_ON(!__same_type(&tcp_rcv_space_adjust,
 				  void (*)(struct sock *)));
+#endif
 	return bbrx_hook_fentry(addr, bbrx_hook_fault(BBRX_HOOK_RCVBUF_GROW),
 				reason, len);
 }
 
 /**
  * bbrx_rcvbuf_grow_wants() - does the growth redirect act on this socket?
- * @sk: the socket tcp_rcv_space_adjust() was called for
+ * @sk: the socket the growth function was called for
  *
  * Return: true with rcvbuf 1, @sk in scope and no SO_RCVBUF lock.
  */
@@ -197,8 +206,33 @@ static u32 bbrx_rcvbuf_seg_mem(const struct sock *sk, const struct tcp_sock *tp)
 	return mem;
 }
 
+/*
+ * Raise sk_rcvbuf to @mem (capped by tcp_rmem[2]) and the window clamp with
+ * it, as the kernel's growth does; count it (@ofo: asked for by the
+ * out-of-order path) and trace it.
+ */
+static void bbrx_rcvbuf_set(struct sock *sk, u64 mem, bool ofo)
+{
+	const struct net *net = sock_net(sk);
+	struct bbrx_net *bn = bbrx_pernet(net);
+	int rcvbuf;
+
+	rcvbuf = min_t(u64, mem, READ_ONCE(net->ipv4.sysctl_tcp_rmem[2]));
+	if (rcvbuf <= sk->sk_rcvbuf)
+		return;
+	WRITE_ONCE(sk->sk_rcvbuf, rcvbuf);
+	WRITE_ONCE(tcp_sk(sk)->window_clamp, tcp_win_from_space(sk, rcvbuf));
+	bbrx_stat_inc(bn, BBRX_STAT_RCVBUF_GROWN);
+	if (ofo)
+		bbrx_stat_inc(bn, BBRX_STAT_RCVBUF_GROWN_OFO);
+	if (trace_bbrx_rcvbuf_enabled())
+		bbrx_trace_hook(sk, BBRX_HOOK_RCVBUF_GROW, READ_ONCE(bn->rcvbuf),
+				BBRX_TRACE_GROWN, rcvbuf);
+}
+
+#ifndef BBRX_HAVE_TCP_RCVBUF_GROW
 /**
- * bbrx_rcvbuf_space_adjust() - tcp_rcv_space_adjust() charging per_mss
+ * bbrx_rcvbuf_grow() - 6.1/6.12's tcp_rcv_space_adjust() charging per_mss
  * @sk: a TCP socket the application just read from, locked
  *
  * Dynamic right-sizing (the kernel's rule since 2.6, refined in 4.x): once
@@ -216,7 +250,7 @@ static u32 bbrx_rcvbuf_seg_mem(const struct sock *sk, const struct tcp_sock *tp)
  * read follows the running kernel (bbrx_rcvq_copied()). The
  * tcp_rcv_space_adjust tracepoint does not fire for redirected calls.
  */
-void bbrx_rcvbuf_space_adjust(struct sock *sk)
+void bbrx_rcvbuf_grow(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct net *net = sock_net(sk);
@@ -224,7 +258,6 @@ void bbrx_rcvbuf_space_adjust(struct sock *sk)
 	u32 rtt_us8;
 	s64 copied;
 	u64 now_ns, win;
-	int rcvbuf;
 
 	/* What tcp_mstamp_refresh() does (not exported). */
 	now_ns = tcp_clock_ns();
@@ -251,22 +284,60 @@ void bbrx_rcvbuf_space_adjust(struct sock *sk)
 			win += 2 * div_u64(win * (u32)(copied - prev), prev);
 			win = div_u64(win, tp->advmss) *
 			      bbrx_rcvbuf_seg_mem(sk, tp);
-			rcvbuf = min_t(u64, win,
-				       READ_ONCE(net->ipv4.sysctl_tcp_rmem[2]));
-			if (rcvbuf > sk->sk_rcvbuf) {
-				WRITE_ONCE(sk->sk_rcvbuf, rcvbuf);
-				WRITE_ONCE(tp->window_clamp,
-					   tcp_win_from_space(sk, rcvbuf));
-				bbrx_stat_inc(bbrx_pernet(net),
-					      BBRX_STAT_RCVBUF_GROWN);
-				if (trace_bbrx_rcvbuf_enabled())
-					bbrx_trace_hook(sk, BBRX_HOOK_RCVBUF_GROW,
-							READ_ONCE(bbrx_pernet(net)->rcvbuf),
-							BBRX_TRACE_GROWN, rcvbuf);
-			}
+			bbrx_rcvbuf_set(sk, win, false);
 		}
 		tp->rcvq_space.space = copied;
 	}
 	tp->rcvq_space.seq = tp->copied_seq;
 	tp->rcvq_space.time = tp->tcp_mstamp;
 }
+
+#else /* BBRX_HAVE_TCP_RCVBUF_GROW */
+
+/**
+ * bbrx_rcvbuf_grow() - 7.x's tcp_rcvbuf_grow() charging per_mss
+ * @sk: a TCP socket, locked, with an application attached
+ * @newval: what the application read in the last receive RTT, bytes (from
+ *	tcp_rcv_space_adjust(), above rcvq_space.space), or rcvq_space.space
+ *	itself (from tcp_data_queue_ofo(), when out-of-order data queues)
+ *
+ * 7.x's window rule, unchanged: twice @newval (dynamic right-sizing is one
+ * RTT late), plus room to grow: below net.ipv4.tcp_rcvbuf_low_rtt (1000 us
+ * by default) that room is the window scaled by rtt / low_rtt, so short
+ * paths do not inflate the buffer; otherwise twice the window times the
+ * relative growth of what was read (a sender in slow start doubles per
+ * RTT); plus the span the out-of-order queue covers. As in 7.3.4's
+ * tcp_input.c; upstream 65c5287892e9 ("tcp: fix sk_rcvbuf overshoot"),
+ * aa251c84636c ("tcp: fix too slow tcp_rcvbuf_grow() action") and "tcp:
+ * add net.ipv4.tcp_rcvbuf_low_rtt" (net-next, November 2025). The one
+ * change from the kernel
+ * is the memory charged per segment of window: per_mss
+ * (bbrx_rcvbuf_seg_mem()) instead of tcp_space_from_win()'s measured
+ * len/truesize ratio. RcvbufGrownOfo counts the growths the out-of-order
+ * caller asked for (@newval equal to rcvq_space.space: the other caller
+ * passes more).
+ */
+void bbrx_rcvbuf_grow(struct sock *sk, u32 newval)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	const struct net *net = sock_net(sk);
+	u32 oldval = tp->rcvq_space.space, rtt_us, low_rtt;
+	u64 win;
+
+	tp->rcvq_space.space = newval;
+	if (!READ_ONCE(net->ipv4.sysctl_tcp_moderate_rcvbuf) || !tp->advmss)
+		return;
+
+	win = 2ULL * newval;
+	rtt_us = tp->rcv_rtt_est.rtt_us >> 3;
+	low_rtt = bbrx_rcvbuf_low_rtt(net);
+	if (rtt_us < low_rtt)
+		win += div_u64(win * rtt_us, low_rtt);
+	else if (oldval)	/* the kernel divides unchecked: never 0 there */
+		win += div_u64((win << 1) * (u32)(newval - oldval), oldval);
+	if (!RB_EMPTY_ROOT(&tp->out_of_order_queue))
+		win += TCP_SKB_CB(tp->ooo_last_skb)->end_seq - tp->rcv_nxt;
+	win = div_u64(win, tp->advmss) * bbrx_rcvbuf_seg_mem(sk, tp);
+	bbrx_rcvbuf_set(sk, win, newval == oldval);
+}
+#endif /* BBRX_HAVE_TCP_RCVBUF_GROW */

@@ -33,6 +33,7 @@ static const char * const bbrx_stat_names[BBRX_STAT_MAX] = {
 	[BBRX_STAT_TSQ_WITHHELD]	= "TsqWithheld",
 	[BBRX_STAT_RCVBUF_SIZED]	= "RcvbufSized",
 	[BBRX_STAT_RCVBUF_GROWN]	= "RcvbufGrown",
+	[BBRX_STAT_RCVBUF_GROWN_OFO]	= "RcvbufGrownOfo",
 	[BBRX_STAT_DELACK_PUSH_MARKED]	= "DelackPushMarked",
 	[BBRX_STAT_DELACK_PUSH_SUPPRESSED] = "DelackPushSuppressed",
 	[BBRX_STAT_LT_BW_USED]		= "LtBwUsed",

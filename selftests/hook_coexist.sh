@@ -1,11 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Other tools on the functions bbrx hooks (issue 13).
+# Other tools on the functions bbrx hooks.
 #
 # tracefs kprobe events: one event on the entry of each of the five hooked
-# functions (tcp_push, tcp_small_queue_check.isra.0, tcp_rcv_space_adjust,
-# tcp_init_transfer, tcp_event_data_recv).  These are ftrace-based kprobes
+# functions (tcp_push, tcp_small_queue_check.isra.0, tcp_rcv_space_adjust
+# or on 7.x tcp_rcvbuf_grow, tcp_init_transfer, tcp_event_data_recv).
+# These are ftrace-based kprobes
 # without IPMODIFY, so they share a function with bbrx's redirects.  Both
 # orders, each with a cubic background flow running across bbrx's load and
 # unload (back-to-back 2 s flows) and scope=1 with every policy non-zero (sender autocork 1, tsq 1;
@@ -55,14 +56,18 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
 HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
-FUNCS="tcp_push tcp_small_queue_check.isra.0 tcp_rcv_space_adjust tcp_init_transfer tcp_event_data_recv"
+# rcvbuf_grow's target: tcp_rcv_space_adjust through 6.12, tcp_rcvbuf_grow
+# where the kernel has it (7.x; the module is not loaded yet to say so).
+RSA=tcp_rcv_space_adjust
+grep -q ' tcp_rcvbuf_grow$' /proc/kallsyms && RSA=tcp_rcvbuf_grow
+FUNCS="tcp_push tcp_small_queue_check.isra.0 $RSA tcp_init_transfer tcp_event_data_recv"
 # The four functions bbrx takes through ftrace (delack is an int3 kprobe
 # inside tcp_event_data_recv, not on its ftrace site).
-FTRACE_FUNCS="tcp_push tcp_small_queue_check.isra.0 tcp_rcv_space_adjust tcp_init_transfer"
+FTRACE_FUNCS="tcp_push tcp_small_queue_check.isra.0 $RSA tcp_init_transfer"
 EV_GROUP=bbrx_coexist
 declare -A EV_FN=([c_push_$SFX]=tcp_push
 		  [c_sqc_$SFX]=tcp_small_queue_check.isra.0
-		  [c_rsa_$SFX]=tcp_rcv_space_adjust
+		  [c_rsa_$SFX]=$RSA
 		  [c_itr_$SFX]=tcp_init_transfer
 		  [c_edr_$SFX]=tcp_event_data_recv)
 EVENTS_UP=0
@@ -193,9 +198,14 @@ ef_check_events_only()
 	done
 	grep -qiE 'bbrx' "$TRACEFS/enabled_functions" &&
 		bad+=" [a line names bbrx: $(grep -iE 'bbrx' "$TRACEFS/enabled_functions" | head -n1)]"
+	# Handlers and ops left at addresses in tcp_bbrx's old image. Not the
+	# "tramp:" addresses: the events' trampolines are ftrace's own
+	# allocations, and on 7.3 (execmem's cache of executable pages) one sat
+	# inside the span /proc/modules gave tcp_bbrx (base + size).
 	if [[ -n $BBRX_RANGE ]]; then
 		read -r lo hi <<<"$BBRX_RANGE"
-		for a in $(grep -oE '0x[0-9a-f]{16}' "$TRACEFS/enabled_functions"); do
+		for a in $(sed -E 's/tramp: 0x[0-9a-f]{16}//g' "$TRACEFS/enabled_functions" |
+			   grep -oE '0x[0-9a-f]{16}'); do
 			(( a >= lo && a < hi )) && bad+=" [address $a in tcp_bbrx's old image]"
 		done
 	fi

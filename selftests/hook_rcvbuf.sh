@@ -63,6 +63,23 @@
 # at 1-3 Gbit/s, where a 64 KiB window limits from 0.2-0.5 ms of RTT on.
 # Earlier builds and unshaped runs are in the git history of this file.
 #
+# Out-of-order data (rcv_ofo_growth): 7.x also grows the buffer from
+# tcp_data_queue_ofo(), through tcp_rcvbuf_grow(), which rcvbuf_grow
+# replaces there. One flow per mode with netem reordering on the data path
+# (BBRX_RCVBUF_OFO_DELAY ms, default 10, for 95% of the packets: the rest
+# overtake them, so the out-of-order queue spans about that delay's worth
+# of data, about what one RTT delivers). The out-of-order caller passes no
+# growth of what was read, only the queue's span: it raises the buffer only
+# above what dynamic right-sizing chose, so in this case (1) the flow starts
+# with the kernel's initial buffer (rcvbuf is set to 1 once it runs: per_mss's
+# larger buffer at establishment would hold the whole window) and (2) the
+# receiver's net.ipv4.tcp_rcvbuf_low_rtt is 1 s, in both modes, so that
+# right-sizing adds almost nothing for growth (rtt / 1 s of the window)
+# and the span shows. Asserted: the reordering queued out-of-order segments
+# in both modes (TcpExtTCPOFOQueue); RcvbufGrownOfo moves in mode 1 and not
+# in mode 0 on a kernel with tcp_rcvbuf_grow(), and never on 6.1/6.12,
+# whose out-of-order path does not grow the buffer.
+#
 # Asserted: the initial rb of an idle accepted connection is the formula's
 # value in mode 1 (computed from the socket's advmss and the netns'
 # tcp_rmem, tcp_moderate_rcvbuf) and tcp_rmem[1] in mode 0; rcv_ssthresh at
@@ -77,6 +94,7 @@ ALL_TESTS="
 	rcv_initial_rb
 	rcv_counters
 	rcv_scope0_route
+	rcv_ofo_growth
 	rcv_no_regression
 "
 RETRY_TESTS="rcv_no_regression"
@@ -91,6 +109,8 @@ RATE=${BBRX_RCVBUF_RATE:-50}	# Mbit/s bottleneck, 0 = none (see the header)
 RTTS=${BBRX_RCVBUF_RTTS:-0}
 GAIN_RTTS=${BBRX_RCVBUF_GAIN_RTTS:-}
 S0_RTT=50		# the RTT also run with scope 0 + route congctl bbrx
+OFO_DELAY=${BBRX_RCVBUF_OFO_DELAY:-10}
+[[ $OFO_DELAY =~ ^[1-9][0-9]*$ ]] || { echo "# BBRX_RCVBUF_OFO_DELAY=$OFO_DELAY: want ms, 1 or more"; exit 1; }
 S0_ID=s0r$S0_RTT	# its row in the table
 JPORT=5202		# iperf3 server with -J (receiver-side intervals)
 MODES="0 1"
@@ -440,6 +460,65 @@ rcv_scope0_route()
 	check_err $? "scope 0:$bad"
 	log_test "scope 0: cubic sockets untouched, route congctl bbrx opts accepted sockets in" \
 		"rb ${PROBE_RB[s0-noroute]} / ${PROBE_RB[s0-1]}, ratio at $S0_RTT ms ${RATIO[$S0_ID]}"
+}
+
+# ofo_measure: one reordered flow per mode; "ofoqueue grown grown_ofo rb"
+# per mode in $TMPD/ofo-MODE.
+ofo_measure()
+{
+	local m id b a low fpid
+
+	shape_clear
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root netem delay "${OFO_DELAY}ms" \
+		reorder 5% limit 100000 || SET_FAILS+=" netem-reorder"
+	bbrx_sysctl_set "$RCV" scope 1 || SET_FAILS+=" scope=1"
+	low=$(ip netns exec "$RCV" sysctl -n net.ipv4.tcp_rcvbuf_low_rtt 2>/dev/null)
+	[[ -z $low ]] || ip netns exec "$RCV" sysctl -qw net.ipv4.tcp_rcvbuf_low_rtt=1000000 ||
+		SET_FAILS+=" tcp_rcvbuf_low_rtt"
+	for m in $MODES; do
+		id=ofo-$m
+		bbrx_sysctl_set "$RCV" rcvbuf 0 || SET_FAILS+=" rcvbuf=0"
+		b=$(bbrx_stat_all "$RCV")
+		counters_snap "$RCV" "$TMPD/$id.c0" TcpExtTCPOFOQueue
+		ip netns exec "$SND" timeout $((SECS + 60)) iperf3 -c "$RCV_IP4" -p "$JPORT" \
+			-t "$SECS" -J >"$TMPD/$id.json" 2>"$TMPD/$id.err" &
+		fpid=$!
+		sleep 0.3
+		bbrx_sysctl_set "$RCV" rcvbuf "$m" || SET_FAILS+=" rcvbuf=$m"
+		wait "$fpid" || FLOW_FAILS+=" $id"
+		a=$(bbrx_stat_all "$RCV")
+		counters_snap "$RCV" "$TMPD/$id.c1" TcpExtTCPOFOQueue
+		echo "$(counters_delta "$TMPD/$id.c0" "$TMPD/$id.c1" TcpExtTCPOFOQueue)" \
+			"$(( $(kv RcvbufGrown <<<"$a") - $(kv RcvbufGrown <<<"$b") ))" \
+			"$(( $(kv RcvbufGrownOfo <<<"$a") - $(kv RcvbufGrownOfo <<<"$b") ))" \
+			"$(iperf3_goodput "$TMPD/$id.json")" >"$TMPD/$id"
+	done
+	bbrx_sysctl_set "$RCV" rcvbuf 0
+	[[ -z $low ]] || ip netns exec "$RCV" sysctl -qw net.ipv4.tcp_rcvbuf_low_rtt="$low"
+	shape_clear
+}
+
+rcv_ofo_growth()
+{
+	local q0 q1 o0 o1 g1 where bad=''
+
+	ofo_measure
+	read -r q0 _ o0 _ <"$TMPD/ofo-0"
+	read -r q1 g1 o1 _ <"$TMPD/ofo-1"
+	((q0 > 0 && q1 > 0)) ||
+		bad+=" no out-of-order queueing (TCPOFOQueue +$q0 / +$q1);"
+	where=$(awk '{ print $2 }' <<<"$(hook_line rcvbuf_grow)")
+	if [[ $where == tcp_rcvbuf_grow ]]; then
+		((o0 == 0 && o1 > 0)) ||
+			bad+=" RcvbufGrownOfo +$o0 in mode 0, +$o1 in mode 1 (want 0 / > 0);"
+	else
+		((o0 == 0 && o1 == 0)) ||
+			bad+=" RcvbufGrownOfo +$o0 / +$o1 where $where grows (want 0 / 0);"
+	fi
+	[[ -z $bad ]]
+	check_err $? "reordered flows:$bad"
+	log_test "out-of-order data: RcvbufGrownOfo in mode 1 only where tcp_rcvbuf_grow() grows (here $where)" \
+		"TCPOFOQueue +$q0 / +$q1, RcvbufGrownOfo +$o0 / +$o1, RcvbufGrown +$g1 in mode 1; Mbit/s $(awk '{ print $4 }' "$TMPD/ofo-0") / $(awk '{ print $4 }' "$TMPD/ofo-1")"
 }
 
 rcv_no_regression()

@@ -4,7 +4,7 @@
 # Stress: tcp_bbrx loaded and unloaded CYCLES times (4; BBRX_STRESS_FULL=1:
 # 100) under 8 cubic flows (iperf3 -P 8, 8 KiB writes, TCP_NODELAY, in
 # back-to-back batches of 10 s; the batch running after the last cycle is
-# stopped then), issue 13.
+# stopped then).
 #
 # Cycle i:
 #   1. load, rotating three ways: modprobe; the kernel's on-demand load

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Stress: network namespaces with bbrx state created and deleted while
-# flows run in them (issue 13).
+# flows run in them.
 #
 # NETNS namespaces (24; BBRX_STRESS_FULL=1: 200), PAR at a time (4).  Each
 # gets: lo up, net.ipv4.tcp_congestion_control=bbrx (a module reference),

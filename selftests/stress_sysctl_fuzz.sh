@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Stress: fuzz every net.ipv4.bbrx.* knob from 4 network namespaces at the
-# same time while flows run (issue 13).
+# same time while flows run.
 #
 # The namespaces are the sender, router and receiver of the usual topology
 # (4 cubic flows and one bbrx flow run sender -> receiver in back-to-back

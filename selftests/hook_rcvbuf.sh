@@ -65,17 +65,26 @@
 #
 # Out-of-order data (rcv_ofo_growth): 7.x also grows the buffer from
 # tcp_data_queue_ofo(), through tcp_rcvbuf_grow(), which rcvbuf_grow
-# replaces there. One flow per mode with netem reordering on the data path
-# (BBRX_RCVBUF_OFO_DELAY ms, default 10, for 95% of the packets: the rest
-# overtake them, so the out-of-order queue spans about that delay's worth
-# of data, about what one RTT delivers). The out-of-order caller passes no
-# growth of what was read, only the queue's span: it raises the buffer only
-# above what dynamic right-sizing chose, so in this case (1) the flow starts
-# with the kernel's initial buffer (rcvbuf is set to 1 once it runs: per_mss's
-# larger buffer at establishment would hold the whole window) and (2) the
-# receiver's net.ipv4.tcp_rcvbuf_low_rtt is 1 s, in both modes, so that
-# right-sizing adds almost nothing for growth (rtt / 1 s of the window)
-# and the span shows. Asserted: the reordering queued out-of-order segments
+# replaces there. One flow per mode through netem reordering on the data
+# path: BBRX_RCVBUF_OFO_DELAY ms (default 10) of delay for half of the
+# packets, the other half overtaking them, so the out-of-order queue spans
+# about that delay's worth of data. The ACK path has 50 ms of delay, so
+# that RACK's reordering window (a quarter of min_rtt) covers the
+# reordering: without it the sender took the overtaking packets for losses
+# and ran at 4-12 Mbit/s. The out-of-order caller passes no growth of what
+# was read, only the queue's span: its call raises the buffer only above
+# what the last right-sizing chose, so the span shows only while
+# right-sizing grows, and only if that happens in the mode under test. So:
+# the flow starts at 2 Mbit/s (a tbf on the sender), rcvbuf is set to the
+# mode at 0.3 s, and the tbf is lifted at 1 s, so the ramp that follows
+# happens in that mode; the receiver's tcp_rmem[1] is 32 KiB (on a
+# listener of its own made after the change: accepted sockets inherit the
+# listener's buffer) so that the ramp needs growth; and the receiver's
+# net.ipv4.tcp_rcvbuf_low_rtt is 1 s in both modes, so that right-sizing
+# adds only rtt / 1 s of the window for growth and the span is not lost in
+# it. With 5% of the packets overtaking, no ACK delay and no ramp, 7.3
+# counted 0 to 59 out-of-order growths per 4 s flow; in this form, 42 to
+# 89 (2026-12-03). Asserted: the reordering queued out-of-order segments
 # in both modes (TcpExtTCPOFOQueue); RcvbufGrownOfo moves in mode 1 and not
 # in mode 0 on a kernel with tcp_rcvbuf_grow(), and never on 6.1/6.12,
 # whose out-of-order path does not grow the buffer.
@@ -110,6 +119,10 @@ RTTS=${BBRX_RCVBUF_RTTS:-0}
 GAIN_RTTS=${BBRX_RCVBUF_GAIN_RTTS:-}
 S0_RTT=50		# the RTT also run with scope 0 + route congctl bbrx
 OFO_DELAY=${BBRX_RCVBUF_OFO_DELAY:-10}
+OFO_PORT=5203		# the reordered flows' own iperf3 server
+OFO_REORDER=50		# % of the reordered flows' packets that overtake
+OFO_ACK_DELAY=50	# ms on their ACK path
+OFO_START=2		# Mbit/s they start at (a tbf on the sender)
 [[ $OFO_DELAY =~ ^[1-9][0-9]*$ ]] || { echo "# BBRX_RCVBUF_OFO_DELAY=$OFO_DELAY: want ms, 1 or more"; exit 1; }
 S0_ID=s0r$S0_RTT	# its row in the table
 JPORT=5202		# iperf3 server with -J (receiver-side intervals)
@@ -466,26 +479,47 @@ rcv_scope0_route()
 # per mode in $TMPD/ofo-MODE.
 ofo_measure()
 {
-	local m id b a low fpid
+	local m id b a low rmem fpid spid i
 
 	shape_clear
 	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root netem delay "${OFO_DELAY}ms" \
-		reorder 5% limit 100000 || SET_FAILS+=" netem-reorder"
+		reorder "${OFO_REORDER}%" limit 100000 || SET_FAILS+=" netem-reorder"
+	shape_delay "$OFO_ACK_DELAY" || SET_FAILS+=" netem-ack"
 	bbrx_sysctl_set "$RCV" scope 1 || SET_FAILS+=" scope=1"
 	low=$(ip netns exec "$RCV" sysctl -n net.ipv4.tcp_rcvbuf_low_rtt 2>/dev/null)
 	[[ -z $low ]] || ip netns exec "$RCV" sysctl -qw net.ipv4.tcp_rcvbuf_low_rtt=1000000 ||
 		SET_FAILS+=" tcp_rcvbuf_low_rtt"
+	rmem=$(ip netns exec "$RCV" sysctl -n net.ipv4.tcp_rmem)
+	ip netns exec "$RCV" sysctl -qw net.ipv4.tcp_rmem="$(awk '{ print $1, 32768, $3 }' <<<"$rmem")" ||
+		SET_FAILS+=" tcp_rmem"
 	for m in $MODES; do
 		id=ofo-$m
 		bbrx_sysctl_set "$RCV" rcvbuf 0 || SET_FAILS+=" rcvbuf=0"
+		tc -n "$SND" qdisc replace dev "$SND_IF" root tbf rate "${OFO_START}mbit" \
+			burst 3000 latency 50ms || SET_FAILS+=" tbf"
 		b=$(bbrx_stat_all "$RCV")
 		counters_snap "$RCV" "$TMPD/$id.c0" TcpExtTCPOFOQueue
-		ip netns exec "$SND" timeout $((SECS + 60)) iperf3 -c "$RCV_IP4" -p "$JPORT" \
+		# a listener of its own: accepted sockets inherit the
+		# listener's buffer, sized by tcp_rmem[1] when it was made
+		ip netns exec "$RCV" timeout $((SECS + 60)) iperf3 -s -1 -p "$OFO_PORT" \
+			>"$TMPD/$id.srv" 2>&1 &
+		spid=$!
+		for ((i = 0; i < 50; i++)); do
+			[[ -n $(ip netns exec "$RCV" ss -ltnH "sport = :$OFO_PORT") ]] && break
+			sleep 0.1
+		done
+		ip netns exec "$SND" timeout $((SECS + 60)) iperf3 -c "$RCV_IP4" -p "$OFO_PORT" \
 			-t "$SECS" -J >"$TMPD/$id.json" 2>"$TMPD/$id.err" &
 		fpid=$!
 		sleep 0.3
 		bbrx_sysctl_set "$RCV" rcvbuf "$m" || SET_FAILS+=" rcvbuf=$m"
+		# the ramp from here on makes right-sizing grow in mode $m
+		sleep 0.7
+		tc -n "$SND" qdisc change dev "$SND_IF" root tbf rate 1gbit \
+			burst 256k latency 50ms || SET_FAILS+=" tbf-lift"
 		wait "$fpid" || FLOW_FAILS+=" $id"
+		tc -n "$SND" qdisc del dev "$SND_IF" root
+		wait "$spid"
 		a=$(bbrx_stat_all "$RCV")
 		counters_snap "$RCV" "$TMPD/$id.c1" TcpExtTCPOFOQueue
 		echo "$(counters_delta "$TMPD/$id.c0" "$TMPD/$id.c1" TcpExtTCPOFOQueue)" \
@@ -495,6 +529,7 @@ ofo_measure()
 	done
 	bbrx_sysctl_set "$RCV" rcvbuf 0
 	[[ -z $low ]] || ip netns exec "$RCV" sysctl -qw net.ipv4.tcp_rcvbuf_low_rtt="$low"
+	ip netns exec "$RCV" sysctl -qw net.ipv4.tcp_rmem="$rmem"
 	shape_clear
 }
 

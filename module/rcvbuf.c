@@ -310,12 +310,11 @@ void bbrx_rcvbuf_grow(struct sock *sk)
  * tcp_input.c; upstream 65c5287892e9 ("tcp: fix sk_rcvbuf overshoot"),
  * aa251c84636c ("tcp: fix too slow tcp_rcvbuf_grow() action") and "tcp:
  * add net.ipv4.tcp_rcvbuf_low_rtt" (net-next, November 2025). The one
- * change from the kernel
- * is the memory charged per segment of window: per_mss
- * (bbrx_rcvbuf_seg_mem()) instead of tcp_space_from_win()'s measured
- * len/truesize ratio. RcvbufGrownOfo counts the growths the out-of-order
- * caller asked for (@newval equal to rcvq_space.space: the other caller
- * passes more).
+ * change from the kernel is the memory charged per segment of window:
+ * per_mss (bbrx_rcvbuf_seg_mem()) instead of tcp_space_from_win()'s
+ * measured len/truesize ratio. RcvbufGrownOfo counts the growths the
+ * out-of-order caller asked for (@newval equal to rcvq_space.space: the
+ * other caller passes more).
  */
 void bbrx_rcvbuf_grow(struct sock *sk, u32 newval)
 {

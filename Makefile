@@ -12,6 +12,9 @@
 #                        selftests scripts/lanes.conf puts in "check" (every
 #                        functional test on the default kernel, what each
 #                        other booted build adds); ends with a time table
+#   make check-docs      every sysctl, counter, trace event, hook and make
+#                        target has an entry in docs/ (scripts/docs-check;
+#                        part of check)
 #   make check-full      every check-full target below, one after another
 #   make check-full-NAME the long forms on kernel NAME (lanes.conf "full"),
 #                        e.g. check-full-cloud-6.1, check-full-rt-6.1
@@ -79,7 +82,7 @@ KBUILD_OPTS := W=1
 .PHONY: all modules clean install load unload deps update-kernels vm-build demo check \
 	check-style check-sparse check-dkms check-compile check-lanes check-version check-debug \
 	bench check-bench check-fidelity check-cost deb check-deb check-full check-scale \
-	check-full-bench check-deb-trixie
+	check-full-bench check-deb-trixie check-docs
 
 $(CACHE)/build/%/tcp_bbrx.ko: $(MODULE_SRCS)
 	$(ROOT)/scripts/build-kernels $*
@@ -164,6 +167,11 @@ check-version:
 
 check-style: deps
 	$(ROOT)/scripts/checkpatch.sh
+
+# Every user-visible name, read from its source in the code, has an entry
+# in docs/*.md (docs/results/ excepted); a few greps, no deps.
+check-docs:
+	$(ROOT)/scripts/docs-check
 
 # W=1 and sparse for every pinned kernel, each built once in parallel into
 # .cache/build/NAME (scripts/build-kernels); the VM lanes boot those.

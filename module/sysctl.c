@@ -4,7 +4,7 @@
  *
  * One descriptor per knob gives its name, default and range; the ctl_table of
  * each netns is built from it, so a new netns starts from the defaults and
- * the README table has one source to follow. Writes go through
+ * the table in docs/usage.md has one source to follow. Writes go through
  * proc_dointvec_minmax(): out-of-range or non-numeric input fails with
  * -EINVAL and leaves the value unchanged.
  */

@@ -47,7 +47,7 @@ bench_scenarios()
 
 # bench_boots: the VM boots, one line each, the scenarios of a boot
 # separated by commas.  One scenario per boot in the full run, so that a
-# guest hang (README, "Known problems") costs one scenario; QUICK saves
+# guest hang (docs/testing.md, "Known problems of the VM") costs one scenario; QUICK saves
 # boots: the hook-free scenarios together, autocork alone, the other hook
 # scenarios together.  The smoke form boots once for whatever it runs (the
 # hook-free scenarios then run with the others' hooks installed).

@@ -3,14 +3,14 @@
 #
 # bbrx3's loss response on the two paths where BBR v1 is known to overshoot
 # (draft-ietf-ccwg-bbr-06 sections 5.5.10 and 5.3.3; the figures that
-# motivated bbrx3 are in the README):
+# motivated bbrx3 are in docs/results/2026-12-01-bbrx3-goals.md):
 #	shallow   100 Mbit/s, 20 ms, a 0.25 x BDP buffer
 #	policer   a 20 Mbit/s token-bucket policer (burst 64 KB, exceeding
 #		  packets dropped), 40 ms, sender GSO and TSO off
 # On each path bbrx3 and in-tree bbr (v1, which bbrx v1 follows) alternate,
 # BBRX3_PATHS_REPS (default 2) flows of BBRX3_PATHS_SECS (10 s) each; cubic
 # joins with BBRX3_PATHS_MODES="bbrx3 bbr cubic" (make check-full), for the
-# README's goals (retransmits against cubic's).  Asserts, per path:
+# goals of docs/models.md (retransmits against cubic's).  Asserts, per path:
 #	- bbrx3 set a loss bound (Bbrx3InflightHiLoss or Bbrx3InflightLoLoss
 #	  moved) in every flow that retransmitted, at least one per path,
 #	  and probed for bandwidth (Bbrx3BwProbe) in every flow;
@@ -18,11 +18,11 @@
 #	  bbr's in the same run: the bounds exist to stop v1's overshoot;
 #	- bbrx3's median goodput is at least GP_RATIO of bbr's (shallow 0.85
 #	  with 5 or more repetitions, 0.75 with fewer; policer 0.7: there
-#	  bbrx3 trades goodput for retransmits, see the README). bbrx3's
+#	  bbrx3 trades goodput for retransmits, see docs/models.md). bbrx3's
 #	  shallow runs spread widely (10 s flows on 6.1, 2026-12-02: 65.1 to
 #	  84.5 Mbit/s against bbr's 87.2 to 88.7), so the median of two cannot
 #	  resolve 0.85: two idle-host runs gave 0.858 and 0.814.
-# The medians of every mode are printed for the README.
+# The medians of every mode are printed for docs/results/.
 
 ALL_TESTS="
 	paths_flows

@@ -1109,7 +1109,7 @@ ss_field()
 # (tso_segs_goal, segments) at each sample, from its pacing_rate and mss:
 # min(127, max(2, min(pacing_rate >> SHIFT bytes, 65279) / mss)), capped at
 # CAP_SEGS where given (gso_cap = 1 and the device's gso_max_segs).  The
-# README's "The burst goal"; bbrx_gso.sh checks cwnd against it.
+# docs/usage.md's burst goal; bbrx_gso.sh checks cwnd against it.
 ss_burst_goal()
 {
 	awk -v shift="$1" -v cap="${2:-0}" '{

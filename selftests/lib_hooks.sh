@@ -30,8 +30,8 @@ hook_states()
 }
 
 # BBRX_EXPECT_REFUSED: hooks the kernel under test is known to refuse,
-# space separated (set by the Makefile for a kernel lane whose README entry
-# quotes the code the verifier does not accept; empty: every hook installs).
+# space separated (set by an "env" line of scripts/lanes.conf for a kernel
+# whose docs/kernels.md entry says why; empty: every hook installs).
 # hook_expected NAME: the state hook NAME must have on this kernel.
 hook_expected()
 {

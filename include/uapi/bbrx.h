@@ -15,7 +15,7 @@
 #define BBRX_STAT_FILE		"/proc/net/bbrx_stat"
 #define BBRX_STAT_PREFIX	"Bbrx:"
 
-/* Encoding shared by every hook policy sysctl (see README). */
+/* Encoding shared by every hook policy sysctl (docs/usage.md). */
 enum bbrx_policy {
 	BBRX_POLICY_KERNEL = 0,	/* bbrx does not act */
 	BBRX_POLICY_POST = 1,	/* behaviour after the upstream change */

@@ -31,10 +31,10 @@
  * derives window_clamp and rcvq_space from sk_rcvbuf; and an ftrace
  * redirect, for in-scope sockets, of the function that grows the buffer:
  * tcp_rcv_space_adjust() through 6.12, tcp_rcvbuf_grow() on 7.x (both of
- * its callers: tcp_rcv_space_adjust() and tcp_data_queue_ofo()). (A
- * kretprobe was the first design: kprobes on the ftrace site of this hot
- * function crashed the guest, a jump to address 0 from its caller, while
- * the module was loaded and unloaded under traffic.)
+ * its callers: tcp_rcv_space_adjust() and tcp_data_queue_ofo()). Not a
+ * kretprobe: kprobes on the ftrace site of this hot function crashed the
+ * guest (a jump to address 0 from its caller) while the module was loaded
+ * and unloaded under traffic.
  */
 #include <linux/kernel.h>
 #include <linux/log2.h>

@@ -111,12 +111,18 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
 SECS=${BBRX_RCVBUF_SECS:-4}
+[[ $SECS =~ ^[1-9][0-9]*$ ]] || { echo "# BBRX_RCVBUF_SECS=$SECS: want seconds, 1 or more"; exit 1; }
 RATE=${BBRX_RCVBUF_RATE:-50}	# Mbit/s bottleneck, 0 = none (see the header)
-[[ $RATE =~ ^[0-9]+$ ]] || { echo "# BBRX_RCVBUF_RATE=$RATE: want Mbit/s, 0 or more"; exit 1; }
+[[ $RATE =~ ^(0|[1-9][0-9]*)$ ]] || { echo "# BBRX_RCVBUF_RATE=$RATE: want Mbit/s, 0 or more"; exit 1; }
 # make check: 0 ms (and the scope-0 row at 50 ms); make check-full sets
 # the six of the table above.
 RTTS=${BBRX_RCVBUF_RTTS:-0}
 GAIN_RTTS=${BBRX_RCVBUF_GAIN_RTTS:-}
+for v in $RTTS $GAIN_RTTS; do
+	[[ $v =~ ^(0|[1-9][0-9]*)$ ]] ||
+		{ echo "# BBRX_RCVBUF_RTTS/GAIN_RTTS: '$v' is not ms (0 or more, space separated)"; exit 1; }
+done
+[[ -n $RTTS ]] || { echo "# BBRX_RCVBUF_RTTS is empty"; exit 1; }
 S0_RTT=50		# the RTT also run with scope 0 + route congctl bbrx
 OFO_DELAY=${BBRX_RCVBUF_OFO_DELAY:-10}
 OFO_PORT=5203		# the reordered flows' own iperf3 server

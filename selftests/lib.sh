@@ -62,6 +62,7 @@ N_PASS=0
 N_FAIL=0
 N_SKIP=0
 REPS=${BBRX_REPS:-3}
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "# BBRX_REPS=$REPS: want a count, 1 or more"; exit 1; }
 
 SFX=${BBRX_SFX:-$$}
 SND=snd-$SFX

@@ -81,6 +81,10 @@ source "$(dirname "$0")/lib_hooks.sh"
 
 WATCH_DEFAULT=${BBRX_PB_WATCH:-3}
 WATCH_POLICER=${BBRX_PB_POLICER_WATCH:-10}
+for v in "$WATCH_DEFAULT" "$WATCH_POLICER"; do
+	[[ $v =~ ^[1-9][0-9]*$ ]] ||
+		{ echo "# BBRX_PB_WATCH/BBRX_PB_POLICER_WATCH: '$v' is not seconds (1 or more)"; exit 1; }
+done
 PB_WATCH=$WATCH_DEFAULT
 PB_NAMES="autocork tsq rcvbuf delack gso shallow policer sharing"
 PB_STEPS=(recognise apply confirm "roll back")
@@ -92,7 +96,11 @@ pb_find_doc()
 {
 	local f
 
-	for f in ${BBRX_PLAYBOOKS:-} "$LIB_DIR/playbooks.md" "$LIB_DIR/../docs/playbooks.md"; do
+	if [[ -n ${BBRX_PLAYBOOKS:-} ]]; then	# named: that one or none
+		[[ -f $BBRX_PLAYBOOKS && -r $BBRX_PLAYBOOKS ]] && echo "$BBRX_PLAYBOOKS"
+		return
+	fi
+	for f in "$LIB_DIR/playbooks.md" "$LIB_DIR/../docs/playbooks.md"; do
 		[[ -r $f ]] && { echo "$f"; return 0; }
 	done
 	return 1

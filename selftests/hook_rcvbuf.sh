@@ -485,7 +485,7 @@ rcv_scope0_route()
 # per mode in $TMPD/ofo-MODE.
 ofo_measure()
 {
-	local m id b a low rmem fpid spid i
+	local m id b a low rmem fpid spid
 
 	shape_clear
 	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root netem delay "${OFO_DELAY}ms" \
@@ -510,10 +510,7 @@ ofo_measure()
 		ip netns exec "$RCV" timeout $((SECS + 60)) iperf3 -s -1 -p "$OFO_PORT" \
 			>"$TMPD/$id.srv" 2>&1 &
 		spid=$!
-		for ((i = 0; i < 50; i++)); do
-			[[ -n $(ip netns exec "$RCV" ss -ltnH "sport = :$OFO_PORT") ]] && break
-			sleep 0.1
-		done
+		listen_wait "$RCV" "$OFO_PORT"
 		ip netns exec "$SND" timeout $((SECS + 60)) iperf3 -c "$RCV_IP4" -p "$OFO_PORT" \
 			-t "$SECS" -J >"$TMPD/$id.json" 2>"$TMPD/$id.err" &
 		fpid=$!
@@ -604,10 +601,7 @@ GSO_NOW=$(get_gso_max_segs)
 ip netns exec "$RCV" iperf3 -s -J -p "$JPORT" >"$TMPD/iperf3-json-server.log" 2>&1 &
 bg_track $!
 sink_start || { SET_FAILS+=" sink"; }
-for ((i = 0; i < 50; i++)); do
-	[[ -n $(ip netns exec "$RCV" ss -ltnH "sport = :$JPORT") ]] && break
-	sleep 0.1
-done
+listen_wait "$RCV" "$JPORT"
 
 measure
 tests_run

@@ -888,16 +888,23 @@ sender_cwnd_lock()
 ##############################################################################
 # iperf3
 
-iperf3_server_start()
+# listen_wait NS PORT: wait up to 5 s for a TCP listener on PORT in NS.
+listen_wait()
 {
 	local i
 
-	ip netns exec "$RCV" iperf3 -s -p "$IPERF_PORT" >"$TMPD/iperf3-server.log" 2>&1 &
-	bg_track $!
 	for ((i = 0; i < 50; i++)); do
-		[[ -n $(ip netns exec "$RCV" ss -ltnH "sport = :$IPERF_PORT") ]] && return 0
+		[[ -n $(ip netns exec "$1" ss -ltnH "sport = :$2") ]] && return 0
 		sleep 0.1
 	done
+	return 1
+}
+
+iperf3_server_start()
+{
+	ip netns exec "$RCV" iperf3 -s -p "$IPERF_PORT" >"$TMPD/iperf3-server.log" 2>&1 &
+	bg_track $!
+	listen_wait "$RCV" "$IPERF_PORT" && return 0
 	echo "# iperf3 server did not start"
 	return 1
 }
@@ -1170,16 +1177,10 @@ ss_sink_flow()
 # sink_start [-6]: start a discard server on SINK_PORT in the receiver.
 sink_start()
 {
-	local i
-
 	ip netns exec "$RCV" "$LIB_DIR/cc_setsockopt" -l "$@" "$SINK_PORT" \
 		>"$TMPD/sink.log" 2>&1 &
 	bg_track $!
-	for ((i = 0; i < 50; i++)); do
-		[[ -n $(ip netns exec "$RCV" ss -ltnH "sport = :$SINK_PORT") ]] && return 0
-		sleep 0.1
-	done
-	return 1
+	listen_wait "$RCV" "$SINK_PORT"
 }
 
 ##############################################################################

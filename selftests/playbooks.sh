@@ -234,15 +234,9 @@ pb_flows_sharing()
 # pb_server PORT: another iperf3 server in the receiver.
 pb_server()
 {
-	local i
-
 	ip netns exec "$RCV" iperf3 -s -p "$1" >"$TMPD/iperf3-server-$1.log" 2>&1 &
 	bg_track $!
-	for ((i = 0; i < 50; i++)); do
-		[[ -n $(ip netns exec "$RCV" ss -ltnH "sport = :$1") ]] && return 0
-		sleep 0.1
-	done
-	return 1
+	listen_wait "$RCV" "$1"
 }
 
 # pb_set NS KNOB=VALUE...: the test's own settings (cc = the netns default

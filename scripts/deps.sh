@@ -33,6 +33,8 @@ PKGS=(
 	iperf3 iproute2 ethtool jq tcpdump iputils-ping procps util-linux
 	# building the module
 	make gcc dkms
+	# the selftests in a kernel tree (lib.mk's install copies with rsync)
+	rsync
 	# make deb: a DKMS source package built with debhelper's dh_dkms
 	debhelper dh-dkms dpkg-dev
 	# static checks: sparse, and checkpatch.pl from the kernel source

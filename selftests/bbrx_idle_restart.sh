@@ -34,7 +34,7 @@ restarts()
 	local cc=$1 ctr=$2 c0 c1 c2 secs
 
 	c0=$(bbrx_stat "$ctr" "$SND")
-	ip netns exec "$SND" "$LIB_DIR/tcp_write_pattern" -C "$cc" -n \
+	ip netns exec "$SND" "$BIN_DIR/tcp_write_pattern" -C "$cc" -n \
 		-r "$ROUNDS" -g "$GAP_MS" "$RCV_IP4" "$SINK_PORT" psh \
 		>"$TMPD/$cc-bursts.out" 2>"$TMPD/$cc-bursts.err"
 	check_err $? "tcp_write_pattern -C $cc failed: $(head -c 200 "$TMPD/$cc-bursts.err")"

@@ -28,7 +28,7 @@ ipv6_setsockopt()
 {
 	local cc
 
-	cc=$(ip netns exec "$SND" "$LIB_DIR/cc_setsockopt" bbrx "$RCV_IP6" "$SINK_PORT" 1048576)
+	cc=$(ip netns exec "$SND" "$BIN_DIR/cc_setsockopt" bbrx "$RCV_IP6" "$SINK_PORT" 1048576)
 	check_err $? "IPv6 connection with setsockopt bbrx failed"
 	[[ $cc == bbrx ]]
 	check_err $? "getsockopt(TCP_CONGESTION) on IPv6 says '$cc'"

@@ -27,7 +27,7 @@ ALL_TESTS="
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
-KO=$(dirname "$(readlink -f "$0")")/kern_sock/bbrx_kern_sock.ko
+KO=$BIN_DIR/kern_sock/bbrx_kern_sock.ko
 NS=bbrx-ks-$$
 OPEN_RC=1
 EXIT_LINE=

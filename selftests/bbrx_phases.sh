@@ -229,7 +229,7 @@ probe_rtt_idle_exit()
 		bbrx_sysctl_set "$SND" probe_rtt_ms 50
 	check_err $? "setting min_rtt_win_ms=100, probe_rtt_ms=50 failed"
 	stat_snap "$TMPD/i0"
-	ip netns exec "$SND" "$LIB_DIR/tcp_write_pattern" -C bbrx -n \
+	ip netns exec "$SND" "$BIN_DIR/tcp_write_pattern" -C bbrx -n \
 		-r "$IDLE_ROUNDS" -g 300 "$RCV_IP4" "$SINK_PORT" psh \
 		>"$TMPD/idle.out" 2>"$TMPD/idle.err"
 	check_err $? "tcp_write_pattern failed: $(head -c 200 "$TMPD/idle.err")"

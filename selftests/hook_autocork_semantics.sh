@@ -137,7 +137,7 @@ run_mode()
 		echo "$cport" >"$pre-$pat.port"
 		# -s: a send buffer the writer never waits for (where send()
 		# blocks the kernel sets PSH mid-write; tcp_write_pattern.c)
-		ip netns exec "$SND" "$LIB_DIR/tcp_write_pattern" -C cubic -n -b "$cport" \
+		ip netns exec "$SND" "$BIN_DIR/tcp_write_pattern" -C cubic -n -b "$cport" \
 			-r "$ROUNDS" -s "$SNDBUF" "$RCV_IP4" "$SINK_PORT" "$pat" \
 			>"$pre-$pat.writes" 2>"$pre-$pat.err" ||
 			WRITER_FAILS+=" $m/$pat($(head -c 200 "$pre-$pat.err"))"

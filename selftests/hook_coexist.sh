@@ -73,7 +73,7 @@ declare -A EV_FN=([c_push_$SFX]=tcp_push
 EVENTS_UP=0
 TRACE_BUF_KB=
 KLP=klp_tcp_push
-KLP_KO=$LIB_DIR/klp_tcp_push/klp_tcp_push.ko
+KLP_KO=$BIN_DIR/klp_tcp_push/klp_tcp_push.ko
 KLP_SYS=/sys/kernel/livepatch/$KLP
 BG_PORT=5202
 BG_SECS=2

@@ -149,7 +149,7 @@ run_arm()
 	s0=$(bbrx_stat DelackPushSuppressed "$NS")
 	m0=$(bbrx_stat DelackPushMarked "$NS")
 	# shellcheck disable=SC2086
-	ip netns exec "$NS" timeout 120 "$LIB_DIR/tcp_peer" -C "${A_CC[$a]}" -r "$ROUNDS" \
+	ip netns exec "$NS" timeout 120 "$BIN_DIR/tcp_peer" -C "${A_CC[$a]}" -r "$ROUNDS" \
 		${A_ARGS[$a]:-} >"$f" 2>"$TMPD/$a.err" ||
 		PEER_FAILS+=" $a($(head -c 200 "$TMPD/$a.err"))"
 	s1=$(bbrx_stat DelackPushSuppressed "$NS")
@@ -330,7 +330,7 @@ delack_scope()
 
 require_root
 require_command ip timeout
-[[ -x $LIB_DIR/tcp_peer ]] ||
+[[ -x $BIN_DIR/tcp_peer ]] ||
 	ksft_exit_skip "tcp_peer not built (run make -C selftests on the host)"
 modprobe -q tun 2>/dev/null
 if [[ ! -c /dev/net/tun ]]; then

@@ -209,7 +209,7 @@ rcv_probe()
 	local key=$1 b a line i cpid
 
 	b=$(bbrx_stat RcvbufSized "$RCV")
-	ip netns exec "$SND" "$LIB_DIR/cc_setsockopt" -H 2 - "$RCV_IP4" "$SINK_PORT" 1 \
+	ip netns exec "$SND" "$BIN_DIR/cc_setsockopt" -H 2 - "$RCV_IP4" "$SINK_PORT" 1 \
 		>/dev/null 2>&1 &
 	cpid=$!
 	line=

@@ -60,7 +60,7 @@ netns_up()
 
 	ip netns add "$NS" || return 1
 	ip -n "$NS" link set lo up
-	ip netns exec "$NS" "$LIB_DIR/cc_setsockopt" -l "$PORT" >"$TMPD/sink.log" 2>&1 &
+	ip netns exec "$NS" "$BIN_DIR/cc_setsockopt" -l "$PORT" >"$TMPD/sink.log" 2>&1 &
 	SINK_PID=$!
 	bg_track $SINK_PID
 	for ((i = 0; i < 50; i++)); do
@@ -84,7 +84,7 @@ bbrx_works()
 	local before after cc
 
 	before=$(bbrx_stat SocketsInit "$NS")
-	cc=$(ip netns exec "$NS" "$LIB_DIR/cc_setsockopt" bbrx 127.0.0.1 "$PORT" 262144 2>&1)
+	cc=$(ip netns exec "$NS" "$BIN_DIR/cc_setsockopt" bbrx 127.0.0.1 "$PORT" 262144 2>&1)
 	check_err $? "bbrx connection failed: $cc"
 	[[ $cc == bbrx ]]
 	check_err $? "socket reports congestion control '$cc', not bbrx"

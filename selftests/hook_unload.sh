@@ -78,7 +78,7 @@ measure()
 		  bbrx_sysctl_set "$RCV" rcvbuf "$rb" &&
 		  bbrx_sysctl_set "$RCV" delack "$dl"; } || SET_FAILS+=" $i"
 		# A new connection: the rcvbuf entry hook and the growth redirect act.
-		ip netns exec "$SND" timeout 10 "$LIB_DIR/cc_setsockopt" cubic \
+		ip netns exec "$SND" timeout 10 "$BIN_DIR/cc_setsockopt" cubic \
 			"$RCV_IP4" "$SINK_PORT" 2000000 >/dev/null 2>&1 &
 		cpid=$!
 		hooks_after_segs "$SEGS" || IDLE_FAILS+=" $i"

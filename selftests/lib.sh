@@ -25,7 +25,11 @@
 # Environment knobs:
 #   NETIFS       "if0 if1" NIC pair for the sender-router hop (default: veth)
 #   TESTS        run only these test functions (default: $ALL_TESTS)
-#   BBRX_KO      path of tcp_bbrx.ko to insmod if modprobe cannot find it
+#   BBRX_KO      path of tcp_bbrx.ko: every load is an insmod of it, not a
+#                modprobe (tests of the kernel's on-demand load, which only
+#                finds an installed module, skip those parts)
+#   BBRX_BIN_DIR where the C helpers and test modules were built, when not
+#                beside the scripts
 #   BBRX_REPS    repetitions for medians (default 3)
 #   BBRX_VERBOSE 1 = dump raw samples on failure
 #   BBRX_FUNCTIONAL 1 = throughput/goodput/rate assertions (check_ratio) are
@@ -48,7 +52,16 @@ elif ! command -v awk >/dev/null; then
 fi
 
 LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PATH=$LIB_DIR:$PATH
+# The C helpers and the test modules: beside the scripts (make -C
+# selftests, an installed kselftest tree), or where a kernel tree's
+# selftests build put them (BBRX_BIN_DIR: the Makefile's run_tests sets it
+# to the output directory, O=).
+BIN_DIR=$LIB_DIR
+if [[ -n ${BBRX_BIN_DIR:-} ]]; then
+	BIN_DIR=$(cd "$BBRX_BIN_DIR" 2>/dev/null && pwd) ||
+		{ echo "# BBRX_BIN_DIR=$BBRX_BIN_DIR: no such directory"; exit 1; }
+fi
+PATH=$BIN_DIR:$LIB_DIR:$PATH
 
 EXIT_STATUS=0
 RET=0
@@ -469,7 +482,46 @@ bbrx_module_loaded()
 	[[ -d /sys/module/tcp_bbrx ]]
 }
 
-# Load tcp_bbrx (and the modules the tests use); skip if it is not installed.
+# bbrx_installed: tcp_bbrx is installed where modprobe (and the kernel's
+# on-demand load, request_module) finds it.
+bbrx_installed()
+{
+	modinfo tcp_bbrx &>/dev/null
+}
+
+# bbrx_modload [PARAM=VALUE...]: load tcp_bbrx with these parameters:
+# insmod $BBRX_KO when set (that file, installed or not), else modprobe.
+# Errors on stderr.
+bbrx_modload()
+{
+	if [[ -n ${BBRX_KO:-} ]]; then
+		[[ -f $BBRX_KO && -r $BBRX_KO ]] ||
+			{ echo "BBRX_KO=$BBRX_KO: no such file" >&2; return 1; }
+		insmod "$BBRX_KO" "$@"
+	elif bbrx_installed; then
+		modprobe tcp_bbrx "$@"
+	else
+		echo "tcp_bbrx is not installed (no modinfo tcp_bbrx) and BBRX_KO is not set" >&2
+		return 1
+	fi
+}
+
+# bbrx_modinfo FIELD: modinfo's FIELD of the module bbrx_modload loads.
+bbrx_modinfo()
+{
+	modinfo -F "$1" "${BBRX_KO:-tcp_bbrx}" 2>/dev/null
+}
+
+# bbrx_on_demand: the kernel can load tcp_bbrx by name (a sysctl or
+# setsockopt naming bbrx loads it). Not when BBRX_KO names the module
+# only: the kernel would load the installed one, or none.
+bbrx_on_demand()
+{
+	[[ -z ${BBRX_KO:-} ]] && bbrx_installed
+}
+
+# Load tcp_bbrx (and the modules the tests use); skip if there is none to
+# load, fail if BBRX_KO names a missing file.
 bbrx_module_load()
 {
 	local m
@@ -478,13 +530,9 @@ bbrx_module_load()
 		modprobe -q "$m" 2>/dev/null
 	done
 	bbrx_module_loaded && return 0
-	if modinfo tcp_bbrx &>/dev/null; then
-		modprobe tcp_bbrx || return 1
-	elif [[ -n ${BBRX_KO:-} && -r $BBRX_KO ]]; then
-		insmod "$BBRX_KO" || return 1
-	else
-		ksft_exit_skip "tcp_bbrx is not installed (no modinfo tcp_bbrx, no BBRX_KO)"
-	fi
+	[[ -n ${BBRX_KO:-} ]] || bbrx_installed ||
+		ksft_exit_skip "tcp_bbrx is not installed (no modinfo tcp_bbrx) and BBRX_KO is not set"
+	bbrx_modload || return 1
 	bbrx_module_loaded
 }
 
@@ -492,8 +540,8 @@ require_bbrx()
 {
 	require_root
 	bbrx_module_load || {
-		echo "# modprobe tcp_bbrx failed"
-		RET=1 retmsg="modprobe tcp_bbrx failed"
+		echo "# loading tcp_bbrx failed (${BBRX_KO:+insmod $BBRX_KO}${BBRX_KO:-modprobe})"
+		RET=1 retmsg="loading tcp_bbrx failed"
 		log_test "load tcp_bbrx"
 		tests_done
 		exit 1
@@ -841,7 +889,7 @@ late_completion_setup()
 		"net.ipv4.conf.$SND_IF.rp_filter=0"
 	widx=$(link_field "$SND" "$SND_IF" ifindex)
 	hidx=$(link_field "$SND" lcd ifindex)
-	"$LIB_DIR/tx_delay" wire "$LC_BPF/wire" "$widx" "$hidx" >/dev/null ||
+	"$BIN_DIR/tx_delay" wire "$LC_BPF/wire" "$widx" "$hidx" >/dev/null ||
 		{ echo "# tx_delay wire failed"; return 1; }
 	tc -n "$SND" qdisc add dev lc1 clsact &&
 		tc -n "$SND" filter add dev lc1 ingress bpf object-pinned "$LC_BPF/wire" da &&
@@ -860,7 +908,7 @@ late_completion_setup()
 late_completion_delay()
 {
 	rm -f "$LC_BPF/hold"
-	"$LIB_DIR/tx_delay" hold "$LC_BPF/hold" "$1" >/dev/null &&
+	"$BIN_DIR/tx_delay" hold "$LC_BPF/hold" "$1" >/dev/null &&
 		tc -n "$SND" filter replace dev lcd egress pref 1 handle 1 bpf \
 			object-pinned "$LC_BPF/hold" da ||
 		{ echo "# tx_delay hold $1 failed"; return 1; }
@@ -1151,8 +1199,8 @@ require_helper()
 	local h
 
 	for h in "${@:-cc_setsockopt}"; do
-		[[ -x $LIB_DIR/$h ]] ||
-			ksft_exit_skip "$h not built (run make -C selftests on the host)"
+		[[ -x $BIN_DIR/$h ]] ||
+			ksft_exit_skip "$h not built in $BIN_DIR (run make -C selftests on the host)"
 	done
 }
 
@@ -1177,7 +1225,7 @@ ss_sink_flow()
 # sink_start [-6]: start a discard server on SINK_PORT in the receiver.
 sink_start()
 {
-	ip netns exec "$RCV" "$LIB_DIR/cc_setsockopt" -l "$@" "$SINK_PORT" \
+	ip netns exec "$RCV" "$BIN_DIR/cc_setsockopt" -l "$@" "$SINK_PORT" \
 		>"$TMPD/sink.log" 2>&1 &
 	bg_track $!
 	listen_wait "$RCV" "$SINK_PORT"

@@ -162,19 +162,12 @@ bbrx_unload()
 BBRX_HOOK_PARAMS=${BBRX_HOOK_PARAMS-}
 
 # bbrx_load [PARAM=VALUE...]: load tcp_bbrx with $BBRX_HOOK_PARAMS and the
-# module parameters given (modprobe, or insmod $BBRX_KO where it is not
-# installed).  Errors on stderr.
+# module parameters given (bbrx_modload: insmod $BBRX_KO when set, else
+# modprobe).  Errors on stderr.
 bbrx_load()
 {
 	# shellcheck disable=SC2086  # word-split parameter list
-	if modinfo tcp_bbrx &>/dev/null; then
-		modprobe tcp_bbrx $BBRX_HOOK_PARAMS "$@"
-	elif [[ -n ${BBRX_KO:-} && -r $BBRX_KO ]]; then
-		insmod "$BBRX_KO" $BBRX_HOOK_PARAMS "$@"
-	else
-		echo "tcp_bbrx is not installed (no modinfo tcp_bbrx, no BBRX_KO)" >&2
-		return 1
-	fi
+	bbrx_modload $BBRX_HOOK_PARAMS "$@"
 }
 
 # require_hooks NAME...: tcp_bbrx loaded with the named hooks installed

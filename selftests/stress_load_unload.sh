@@ -11,7 +11,8 @@
 #      when the router netns' default becomes bbrx (sysctl
 #      net.ipv4.tcp_congestion_control=bbrx); the on-demand load of
 #      setsockopt(TCP_CONGESTION, "bbrx") by a client that connects and
-#      closes;
+#      closes (with BBRX_KO, which the kernel cannot load by name, every
+#      load is an insmod of it);
 #   2. sender and receiver netns: scope 1 and the policies of level
 #      P = i % 4: autocork P, tsq min(P, 2), rcvbuf min(P, 1),
 #      delack min(P, 2) (P = 0: every policy at the kernel's behaviour);
@@ -26,7 +27,8 @@
 #      must all be 0 (no hook acts), with P > 0 the sender's and the
 #      receiver's must have moved (the receiver's RcvbufSized counts the
 #      socket of step 3);
-#   6. unload, alternating rmmod and modprobe -r, with the policies still
+#   6. unload, alternating rmmod and modprobe -r (rmmod only with
+#      BBRX_KO), with the policies still
 #      set (the redirects are live; retried while the closed sockets
 #      finish, 120 s only guard a hang): must succeed, and bbrx must be
 #      gone from tcp_available_congestion_control.
@@ -87,7 +89,7 @@ unload_with()
 	# 120 s only guard a hang: it returns once the module is gone.
 	for ((i = 0; i < 600; i++)); do
 		bbrx_module_loaded || return 0
-		if [[ $how == rmmod ]]; then
+		if [[ $how == rmmod ]] || ! bbrx_on_demand; then
 			rmmod tcp_bbrx 2>/dev/null && return 0
 		else
 			modprobe -r tcp_bbrx 2>/dev/null && ! bbrx_module_loaded && return 0
@@ -115,13 +117,15 @@ measure()
 		ac=$p tsq=$((p < 2 ? p : 2)) rb=$((p < 1 ? p : 1)) dl=$((p < 2 ? p : 2))
 		CYC_POL[i]="a$ac/t$tsq/r$rb/d$dl"
 		m=$((i % 3))
+		# the kernel loads by name an installed module only (not BBRX_KO)
+		bbrx_on_demand || m=0
 		case $m in
 		0) CYC_LOAD[i]=modprobe
 		   bbrx_load 2>>"$TMPD/load.err" ;;
 		1) CYC_LOAD[i]=ns-default
 		   ns_sysctl "$RTR" net.ipv4.tcp_congestion_control=bbrx 2>>"$TMPD/load.err" ;;
 		2) CYC_LOAD[i]=setsockopt
-		   cc=$(ip netns exec "$SND" "$LIB_DIR/cc_setsockopt" bbrx "$RCV_IP4" \
+		   cc=$(ip netns exec "$SND" "$BIN_DIR/cc_setsockopt" bbrx "$RCV_IP4" \
 			"$SINK_PORT" 100000 2>>"$TMPD/load.err")
 		   [[ $cc == bbrx ]] || echo "setsockopt load: cc '$cc'" >>"$TMPD/load.err" ;;
 		esac
@@ -140,7 +144,7 @@ measure()
 		  bbrx_sysctl_set "$RCV" delack "$dl"; } 2>>"$TMPD/set.err" || SET_FAILS+=" $i"
 
 		# A bbrx socket holds the module.
-		ip netns exec "$SND" "$LIB_DIR/cc_setsockopt" -H 60 bbrx "$RCV_IP4" \
+		ip netns exec "$SND" "$BIN_DIR/cc_setsockopt" -H 60 bbrx "$RCV_IP4" \
 			"$SINK_PORT" 1000000 >/dev/null 2>>"$TMPD/sock.err" &
 		hpid=$!
 		bg_track $hpid

@@ -204,7 +204,7 @@ churn_round()
 		ip netns add "$ns" || { UP_BAD+=("$n:netns add failed"); continue; }
 		EXTRA_NETNS+=" $ns"
 		# A subshell's child, not a job: no "Killed" notices.
-		(ip netns exec "$ns" bash -c "$(declare -f ns_body); ns_body $n $((n % 4)) $((n % 3)) $((n % 2)) $((n % 3)) '$LIB_DIR' '$TMPD' $PORT" \
+		(ip netns exec "$ns" bash -c "$(declare -f ns_body); ns_body $n $((n % 4)) $((n % 3)) $((n % 2)) $((n % 3)) '$BIN_DIR' '$TMPD' $PORT" \
 			>/dev/null 2>&1 &)
 	done
 	# Up to 180 s, a hang guard: each netns reports once its flows are up.

@@ -250,7 +250,7 @@ check-debug: deps
 		VM_MEM=$(DEBUG_VM_MEM) VM_APPEND="log_buf_len=16M $(VM_APPEND)" \
 		$(ROOT)/scripts/vm-run --ko $(DEBUG_MOD)/tcp_bbrx.ko --dir $(DEBUG_MOD)/selftests \
 		--timeout $(DEBUG_TIMEOUT) -- \
-		BBRX_FUNCTIONAL=1 BBRX_STRESS_FULL=$(DEBUG_STRESS_FULL) BBRX_STRESS_FLOWS=$(DEBUG_STRESS_FLOWS) BBRX_EXPECT_REFUSED='$(DEBUG_EXPECT_REFUSED)' KSFT_FAIL_ON_SKIP=1 KSFT_TIMEOUT=$(DEBUG_TEST_TIMEOUT) \
+		BBRX_FUNCTIONAL=1 BBRX_STRESS_FULL=$(DEBUG_STRESS_FULL) BBRX_STRESS_FLOWS=$(DEBUG_STRESS_FLOWS) BBRX_EXPECT_REFUSED='$(DEBUG_EXPECT_REFUSED)' BBRX_REQUIRE_HOOKS=all KSFT_FAIL_ON_SKIP=1 KSFT_TIMEOUT=$(DEBUG_TEST_TIMEOUT) \
 		make run_debug DEBUG_TESTS="'$(DEBUG_TESTS)'"
 
 # hook_cost.sh in a VM whose clock counts instructions (selftests/Makefile,
@@ -258,7 +258,7 @@ check-debug: deps
 check-cost: deps $(VM_KO)
 	$(MAKE) -s -C $(ROOT)/selftests helpers
 	VM_KO=$(VM_KO) $(VM_RUN) --icount --timeout 2400 -- \
-		BBRX_COST_REPS=$${BBRX_COST_REPS:-5} KSFT_FAIL_ON_SKIP=1 make run_icount
+		BBRX_COST_REPS=$${BBRX_COST_REPS:-5} BBRX_REQUIRE_HOOKS=all KSFT_FAIL_ON_SKIP=1 make run_icount
 
 # check-full: each target fits in CI's 90 minutes on its own (times in
 # docs/results/); run them one at a time on an idle host.

@@ -78,6 +78,12 @@ policies_usable()
 	echo "$out"
 }
 
+# hook_names: every hook of the loaded module.
+hook_names()
+{
+	awk '{ printf "%s%s", sep, $1; sep = " " } END { print "" }' /proc/net/bbrx_hooks 2>/dev/null
+}
+
 # hook_line NAME: the whole line of hook NAME.
 hook_line()
 {
@@ -170,27 +176,94 @@ bbrx_load()
 	bbrx_modload $BBRX_HOOK_PARAMS "$@"
 }
 
+# BBRX_REQUIRE_HOOKS: hooks the kernel under test must install, space
+# separated, or "all" (every hook /proc/net/bbrx_hooks lists but those of
+# BBRX_EXPECT_REFUSED). Unset or empty (a kernel CI, a host of one's own):
+# a test that needs a hook this kernel refused, or that the module
+# parameter disable= left out, skips (exit 4) with the reason. scripts/
+# lanes.conf sets it for every booted kernel ("env" lines), so that in
+# make check a refusal fails.
+# hook_required NAME: NAME is in BBRX_REQUIRE_HOOKS.
+hook_required()
+{
+	local r=${BBRX_REQUIRE_HOOKS:-}
+
+	if [[ $r == all ]]; then
+		[[ " ${BBRX_EXPECT_REFUSED:-} " != *" $1 "* ]]
+	else
+		[[ " $r " == *" $1 "* ]]
+	fi
+}
+
+# hooks_require_check: every name in BBRX_REQUIRE_HOOKS is a hook of the
+# loaded module, and none is also expected refused; exits 1 otherwise.
+hooks_require_check()
+{
+	local h known
+
+	[[ -z ${BBRX_REQUIRE_HOOKS:-} || $BBRX_REQUIRE_HOOKS == all ]] && return 0
+	known=" $(hook_names) "
+	[[ $known == " " ]] && return 0
+	for h in $BBRX_REQUIRE_HOOKS; do
+		if [[ $known != *" $h "* ]]; then
+			echo "# BBRX_REQUIRE_HOOKS: '$h' is not a hook of tcp_bbrx (hooks:$known; or all)"
+			exit 1
+		fi
+		if [[ " ${BBRX_EXPECT_REFUSED:-} " == *" $h "* ]]; then
+			echo "# BBRX_REQUIRE_HOOKS and BBRX_EXPECT_REFUSED both name '$h'"
+			exit 1
+		fi
+	done
+}
+
+# hook_why NAME: why hook NAME is not installed: its status line and the
+# module's last kernel log line about it (the verifier's reason, or the
+# module parameter that disabled it).
+hook_why()
+{
+	local line msg
+
+	line=$(hook_line "$1")
+	msg=$(dmesg 2>/dev/null | grep -F "bbrx: hook $1 (" | tail -n 1 | sed 's/^\[[^]]*\] //')
+	echo "${line:-$1: no status line}${msg:+ (dmesg: $msg)}"
+}
+
 # require_hooks NAME...: tcp_bbrx loaded with the named hooks installed
-# (reloaded with $BBRX_HOOK_PARAMS if one is not); a hook still not
-# installed fails the test: a refusal on the reference kernel is a bug.
+# (reloaded with $BBRX_HOOK_PARAMS if one is not). A hook still not
+# installed because the kernel refused it (its verifier, ftrace) or
+# disable= left it out skips the test with the reason, unless
+# BBRX_REQUIRE_HOOKS names it: then, as for any other state (the module
+# did not load), the test fails.
 require_hooks()
 {
-	local h bad=
+	local h st bad= skip=
 
+	hooks_require_check
 	for h in "$@"; do
 		[[ $(hook_state "$h") == installed ]] || bad=1
 	done
 	[[ -z $bad ]] && return 0
 	bbrx_reload >/dev/null 2>&1
+	hooks_require_check
 	bad=
 	for h in "$@"; do
-		[[ $(hook_state "$h") == installed ]] || bad+=" $(hook_line "$h")"
+		st=$(hook_state "$h")
+		[[ $st == installed ]] && continue
+		if ! hook_required "$h" && [[ $st =~ ^(refused|disabled|inactive)$ ]]; then
+			skip+="${skip:+; }$(hook_why "$h")"
+		elif hook_required "$h"; then
+			bad+=" [$(hook_why "$h"); required by BBRX_REQUIRE_HOOKS=$BBRX_REQUIRE_HOOKS]"
+		else
+			bad+=" [$(hook_why "$h")]"
+		fi
 	done
-	[[ -z $bad ]] && return 0
-	RET=1 retmsg="hooks not installed:$bad"
-	log_test "hooks $* installed"
-	tests_done
-	exit 1
+	if [[ -n $bad ]]; then
+		RET=1 retmsg="hooks not installed:$bad"
+		log_test "hooks $* installed"
+		tests_done
+		exit 1
+	fi
+	[[ -z $skip ]] || ksft_exit_skip "a hook this test needs is not installed on this kernel: $skip"
 }
 
 # bbrx_reload [PARAM=VALUE...]: unload (must succeed) and load again.

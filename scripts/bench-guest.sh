@@ -27,8 +27,12 @@
 cd "$(dirname "$0")" || exit 1
 [[ $# -gt 0 ]] || { echo "usage: bench-guest.sh SCENARIO..." >&2; exit 2; }
 
+# lib.sh takes a script's arguments for NIC names: not the scenarios
+scenarios=("$@")
+set --
 # shellcheck source=../selftests/lib.sh
 source ./lib.sh
+set -- "${scenarios[@]}"
 # shellcheck source=../selftests/lib_hooks.sh
 source ./lib_hooks.sh
 BENCH_QUICK=${BBRX_BENCH_QUICK:-0}

@@ -266,7 +266,7 @@ require_hooks autocork
 require_qdisc fq
 # veth on purpose, whatever NETIFS says: the completion delay must be the
 # only one (see the header).
-NETIFS=
+use_veth "the late TX completions must be the only ones (tx_delay)"
 require_topo
 iperf3_server_start || exit 1
 

@@ -281,7 +281,7 @@ require_hooks autocork
 require_qdisc fq
 require_helper cc_setsockopt tcp_write_pattern
 # veth on purpose, whatever NETIFS says (see hook_autocork.sh).
-NETIFS=
+use_veth "the capture checks the segments hook_autocork.sh measures, on veth"
 require_topo
 sink_start || { echo "# sink did not start"; exit 1; }
 

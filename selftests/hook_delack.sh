@@ -336,7 +336,8 @@ modprobe -q tun 2>/dev/null
 if [[ ! -c /dev/net/tun ]]; then
 	mkdir -p /dev/net && mknod /dev/net/tun c 10 200 2>/dev/null
 fi
-[[ -c /dev/net/tun ]] || ksft_exit_skip "no /dev/net/tun"
+[[ -c /dev/net/tun ]] || ksft_exit_skip "no /dev/net/tun (CONFIG_TUN)"
+log_info "the sender is tcp_peer on a tun device in a netns of its own: no NIC is used"
 require_bbrx
 require_hooks delack
 ip netns add "$NS" && ip -n "$NS" link set lo up || { echo "# netns $NS failed"; exit 1; }

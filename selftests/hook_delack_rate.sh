@@ -211,7 +211,7 @@ require_bbrx
 require_hooks delack
 require_qdisc fq
 # veth on purpose, whatever NETIFS says (see the header).
-NETIFS=
+use_veth "one segment per read at 20 Mbit/s needs the veth path the rates were measured on"
 require_topo
 set_gso_max_segs 1
 iperf3_server_start || exit 1

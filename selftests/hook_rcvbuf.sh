@@ -594,7 +594,7 @@ require_bbrx
 require_hooks rcvbuf rcvbuf_grow
 require_qdisc netem
 # veth on purpose, whatever NETIFS says (see the header).
-NETIFS=
+use_veth "over an emulated NIC the CPU caps a one-MSS-per-skb flow below the 50 Mbit/s bottleneck"
 require_topo
 set_gso_max_segs 1
 GSO_NOW=$(get_gso_max_segs)

@@ -13,9 +13,14 @@
 #   10.71.1.1       NIC pair (NETIFS)     10.71.1.2   10.71.2.1    veth     10.71.2.2
 #   fd71:1::1       or veth                fd71:1::2   fd71:2::1            fd71:2::2
 #
-# The sender-router hop uses the two interfaces named in NETIFS="if0 if1"
-# (cabled back to back; in the VM two virtio-net NICs wired by QEMU) and a
-# veth pair when NETIFS is empty.  The router-receiver hop is always veth.
+# The sender-router hop uses two NICs cabled back to back (in the VM two
+# virtio-net NICs wired by QEMU), named as the kernel's forwarding/lib.sh
+# takes them: the script's arguments ("test.sh if0 if1"), else NETIFS[p1]
+# and NETIFS[p2] of a forwarding.config beside the tests, else the string
+# NETIFS="if0 if1"; a veth pair when none names them.  Each NIC gets back
+# its offloads (ethtool -k), gso_max_size/gso_max_segs, qdiscs, addresses
+# and up state when the script ends.  The router-receiver hop is always
+# veth.
 # Shaping, so that queues form where real networks form them: the
 # bottleneck (tbf, or htb with a sized child) sits on the router's egress
 # toward the receiver,
@@ -23,7 +28,8 @@
 # random loss per packet after segmentation on the router hop.
 #
 # Environment knobs:
-#   NETIFS       "if0 if1" NIC pair for the sender-router hop (default: veth)
+#   NETIFS       "if0 if1" NIC pair for the sender-router hop (default: veth;
+#                a forwarding.config or the script's arguments win)
 #   TESTS        run only these test functions (default: $ALL_TESTS)
 #   BBRX_KO      path of tcp_bbrx.ko: every load is an insmod of it, not a
 #                modprobe (tests of the kernel's on-demand load, which only
@@ -62,6 +68,30 @@ if [[ -n ${BBRX_BIN_DIR:-} ]]; then
 		{ echo "# BBRX_BIN_DIR=$BBRX_BIN_DIR: no such directory"; exit 1; }
 fi
 PATH=$BIN_DIR:$LIB_DIR:$PATH
+
+# The NIC pair (see the header), as one string from here on. The
+# arguments are the sourcing script's (scripts that take others, as the
+# bench's guest script, source this file without them).
+NETIFS_FROM=
+if [[ $# -gt 0 ]]; then
+	NETIFS="$1 ${2:-}"
+	NETIFS_FROM="arguments"
+	[[ $# -le 2 ]] || echo "# the sender-router hop needs two NICs: arguments after '$2' are not used"
+elif [[ -f $LIB_DIR/forwarding.config ]]; then
+	unset NETIFS
+	declare -gA NETIFS=()
+	# shellcheck source=/dev/null
+	source "$LIB_DIR/forwarding.config" ||
+		{ echo "# $LIB_DIR/forwarding.config failed"; exit 1; }
+	netifs_p1=${NETIFS[p1]:-} netifs_p2=${NETIFS[p2]:-}
+	unset NETIFS
+	[[ -n $netifs_p1 && -n $netifs_p2 ]] ||
+		{ echo "# $LIB_DIR/forwarding.config: NETIFS[p1] and NETIFS[p2] must both name a NIC"; exit 1; }
+	NETIFS="$netifs_p1 $netifs_p2"
+	NETIFS_FROM="forwarding.config"
+elif [[ -n ${NETIFS:-} ]]; then
+	NETIFS_FROM="NETIFS"
+fi
 
 EXIT_STATUS=0
 RET=0
@@ -140,7 +170,7 @@ bbrx3_probe_rtt_win_ms 5000 100 600000"
 # TAP and result bookkeeping
 
 echo "TAP version 13"
-echo "# $(basename "$0"): kernel $(uname -r) on $(uname -m), NETIFS='${NETIFS:-}'"
+echo "# $(basename "$0"): kernel $(uname -r) on $(uname -m), NETIFS='${NETIFS:-}'${NETIFS_FROM:+ (from $NETIFS_FROM)}"
 
 log_info()
 {
@@ -412,6 +442,86 @@ ns_kill_all()
 	[[ -n $pids ]] && kill -9 $pids 2>/dev/null
 }
 
+# netif_save DEV: what the NIC has before a test changes it (offloads,
+# GSO limits, qdiscs, addresses, up state), in $TMPD/netif-DEV.*.
+netif_save()
+{
+	local dev=$1 f=$TMPD/netif-$1
+
+	ethtool -k "$dev" >"$f.features" 2>/dev/null
+	ip -d link show dev "$dev" | grep -o 'gso_max_[a-z]* [0-9]*' >"$f.gso"
+	tc qdisc show dev "$dev" >"$f.qdisc"
+	ip -o addr show dev "$dev" scope global >"$f.addr"
+	ip -o link show dev "$dev" | grep -q '[<,]UP[,>]' && echo up >"$f.up"
+	return 0
+}
+
+# netif_state DEV: the state netif_save keeps, as one text (to compare).
+netif_state()
+{
+	ethtool -k "$1" 2>/dev/null
+	ip -d link show dev "$1" | grep -o 'gso_max_[a-z]* [0-9]*'
+	tc qdisc show dev "$1"
+	ip -o addr show dev "$1" scope global | awk '{ print $3, $4 }'
+}
+
+# netif_restore_saved DEV: give the NIC, back in this netns, what
+# netif_save saw; warns with what still differs.
+netif_restore_saved()
+{
+	local dev=$1 f=$TMPD/netif-$1 name val kind handle spec line now
+
+	[[ -f $f.qdisc ]] || return 0
+	# Offloads: the changeable ones (not [fixed]), groups before their
+	# members (ethtool -k's order), twice for the dependencies.
+	for _ in 1 2; do
+		now=$(ethtool -k "$dev" 2>/dev/null)
+		[[ $now == "$(cat "$f.features")" ]] && break
+		while IFS=: read -r name val; do
+			name=${name//$'\t'/}
+			val=${val# }
+			[[ $val == on || $val == off ]] || continue
+			[[ $now == *"$name: $val"* ]] && continue
+			ethtool -K "$dev" "$name" "$val" &>/dev/null
+		done < <(grep -v '\[fixed\]\|^Features' "$f.features")
+	done
+	# shellcheck disable=SC2046  # "gso_max_size N gso_max_segs N"
+	ip link set dev "$dev" $(tr '\n' ' ' <"$f.gso")
+	# A move between namespaces leaves the default qdisc: put back a root
+	# and an ingress/clsact qdisc of another kind (their options as tc
+	# shows them; filters are not restored).
+	tc qdisc del dev "$dev" ingress &>/dev/null
+	tc qdisc del dev "$dev" clsact &>/dev/null
+	while read -r line; do
+		read -r _ kind handle _ <<<"$line"
+		case $line in
+		*" root "*)
+			[[ $(tc qdisc show dev "$dev" | grep ' root ') == "$line" ]] && continue
+			[[ $handle == 0: ]] && handle= || handle="handle $handle"
+			spec=$(sed 's/^qdisc [^ ]* [^ ]* root //; s/^refcnt [0-9]* //' <<<"$line")
+			# tc's own words; else packet counts without their "p"
+			# (tc prints "limit 500p", parses "limit 500"); else the
+			# kind's defaults
+			# shellcheck disable=SC2086
+			tc qdisc replace dev "$dev" root $handle "$kind" $spec &>/dev/null ||
+				tc qdisc replace dev "$dev" root $handle "$kind" \
+					$(sed -E 's/\<([0-9]+)p\>/\1/g' <<<"$spec") &>/dev/null ||
+				tc qdisc replace dev "$dev" root $handle "$kind" &>/dev/null ;;
+		"qdisc ingress "*|"qdisc clsact "*)
+			tc qdisc add dev "$dev" "$kind" &>/dev/null ;;
+		esac
+	done <"$f.qdisc"
+	while read -r _ _ _ val _; do
+		ip addr add "$val" dev "$dev" &>/dev/null
+	done <"$f.addr"
+	[[ -f $f.up ]] && ip link set dev "$dev" up
+	line=$(diff <({ cat "$f.features" "$f.gso" "$f.qdisc"; awk '{ print $3, $4 }' "$f.addr"; }) \
+		<(netif_state "$dev"))
+	[[ -z $line ]] || log_warn "$dev not restored as it was before the test: $(tr '\n' ' ' <<<"$line")"
+}
+
+# netif_restore NS DEV: clear the NIC in NS and move it back to the initial
+# netns (which resets its qdiscs); netif_restore_saved then restores it.
 netif_restore()
 {
 	local ns=$1 dev=$2
@@ -419,8 +529,6 @@ netif_restore()
 	[[ -z $dev ]] && return
 	if ip netns list | grep -qw "$ns" && ip -n "$ns" link show dev "$dev" &>/dev/null; then
 		tc -n "$ns" qdisc del dev "$dev" root 2>/dev/null
-		ip -n "$ns" link set dev "$dev" gso_max_segs 65535 2>/dev/null
-		ip netns exec "$ns" ethtool -K "$dev" tso on gso on gro on &>/dev/null
 		ip -n "$ns" addr flush dev "$dev" 2>/dev/null
 		ip -n "$ns" link set dev "$dev" down
 		ip -n "$ns" link set dev "$dev" netns 1
@@ -450,6 +558,7 @@ topo_destroy()
 				ip link show dev "$dev" &>/dev/null && break
 				sleep 0.1
 			done
+			netif_restore_saved "$dev"
 		done
 	fi
 	TOPO_UP=0
@@ -637,7 +746,11 @@ topo_create()
 			ip link show dev "$i" &>/dev/null ||
 				{ echo "# NETIFS interface $i not found"; return 1; }
 		done
+		[[ $if0 != "$if1" ]] || { echo "# NETIFS names $if0 twice"; return 1; }
 		NETIFS_USED="$if0 $if1"
+		netif_save "$if0"
+		netif_save "$if1"
+		log_info "sender-router hop: NICs $if0 - $if1 (${NETIFS_FROM:-NETIFS}); router-receiver: veth"
 		ip link set dev "$if0" down
 		ip link set dev "$if1" down
 		ip addr flush dev "$if0"
@@ -647,6 +760,7 @@ topo_create()
 		SND_IF=$if0
 		RTR_IF_S=$if1
 	else
+		log_info "sender-router and router-receiver hops: veth"
 		SND_IF=s0
 		RTR_IF_S=r0
 		ip link add "$SND_IF" netns "$SND" type veth peer "$RTR_IF_S" netns "$RTR" || return 1
@@ -688,6 +802,14 @@ topo_wait()
 	done
 	echo "# no connectivity snd -> rcv"
 	return 1
+}
+
+# use_veth WHY: the sender-router hop is veth in this test, whatever NICs
+# were named (WHY: what the test needs of veth); says so when some were.
+use_veth()
+{
+	[[ -n ${NETIFS:-} ]] && log_info "sender-router hop: veth, not the NICs $NETIFS: $*"
+	NETIFS=
 }
 
 # Create the topology or fail the whole script.

@@ -744,7 +744,7 @@ pb_extract
 # with them.
 [[ $(type -t awk) == function ]] && export -f awk
 # veth on purpose, whatever NETIFS says: the hook tests' paths.
-NETIFS=
+use_veth "the playbooks run on the hook tests' paths"
 require_topo
 iperf3_server_start || exit 1
 

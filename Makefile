@@ -12,6 +12,11 @@
 #                        selftests scripts/lanes.conf puts in "check" (every
 #                        functional test on the default kernel, what each
 #                        other booted build adds); ends with a time table
+#   make check-kselftest the selftests the kernel's way: copied into Debian's
+#                        6.1 source tree, built and installed by its
+#                        selftests Makefile, three run in the VM by
+#                        run_kselftest.sh over forwarding.config's NICs
+#                        (scripts/kselftest-check; part of check)
 #   make check-docs      every sysctl, counter, trace event, hook and make
 #                        target has an entry in docs/ (scripts/docs-check;
 #                        part of check)
@@ -82,7 +87,7 @@ KBUILD_OPTS := W=1
 .PHONY: all modules clean install load unload deps update-kernels vm-build demo check \
 	check-style check-sparse check-dkms check-compile check-lanes check-version check-debug \
 	bench check-bench check-fidelity check-cost deb check-deb check-full check-scale \
-	check-full-bench check-deb-trixie check-docs
+	check-full-bench check-deb-trixie check-docs check-kselftest
 
 $(CACHE)/build/%/tcp_bbrx.ko: $(MODULE_SRCS)
 	$(ROOT)/scripts/build-kernels $*
@@ -197,6 +202,11 @@ check-deb: deb
 # part of check-full.
 check-deb-trixie: deb
 	DEB_CHECK_SUITE=trixie $(ROOT)/scripts/deb-check.sh $(DEB_DIR)/tcp-bbrx-dkms_$(VERSION)_all.deb
+
+# The selftests from a kernel tree through the kernel's selftests Makefile
+# and run_kselftest.sh (scripts/kselftest-check says what it checks).
+check-kselftest: deps
+	$(ROOT)/scripts/kselftest-check
 
 # The selftests of lanes.conf's "check" group on every booted kernel
 # (scripts/lanes; one test on one kernel: scripts/lanes check -k NAME -t TEST).

@@ -14,7 +14,7 @@
 #                        other booted build adds); ends with a time table
 #   make check-kselftest the selftests the kernel's way: copied into Debian's
 #                        6.1 source tree, built and installed by its
-#                        selftests Makefile, three run in the VM by
+#                        selftests Makefile, two run in the VM by
 #                        run_kselftest.sh over forwarding.config's NICs
 #                        (scripts/kselftest-check; part of check)
 #   make check-docs      every sysctl, counter, trace event, hook and make

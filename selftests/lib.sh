@@ -472,16 +472,21 @@ netif_restore_saved()
 	local dev=$1 f=$TMPD/netif-$1 name val kind handle spec line now
 
 	[[ -f $f.qdisc ]] || return 0
-	# Offloads: the changeable ones (not [fixed]), groups before their
-	# members (ethtool -k's order), twice for the dependencies.
+	# Offloads: the changeable ones (not [fixed]) that differ, groups
+	# before their members (ethtool -k's order), twice for the
+	# dependencies. "off [requested on]": the request is what is set (the
+	# device or another feature keeps it off).
 	for _ in 1 2; do
 		now=$(ethtool -k "$dev" 2>/dev/null)
 		[[ $now == "$(cat "$f.features")" ]] && break
-		while IFS=: read -r name val; do
+		while IFS= read -r line; do
+			[[ $'\n'$now$'\n' == *$'\n'"$line"$'\n'* ]] && continue
+			name=${line%%:*}
 			name=${name//$'\t'/}
-			val=${val# }
+			val=${line#*: }
+			[[ $val == *"[requested "* ]] && val=${val##*\[requested }
+			val=${val%%[]\ ]*}
 			[[ $val == on || $val == off ]] || continue
-			[[ $now == *"$name: $val"* ]] && continue
 			ethtool -K "$dev" "$name" "$val" &>/dev/null
 		done < <(grep -v '\[fixed\]\|^Features' "$f.features")
 	done

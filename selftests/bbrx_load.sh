@@ -113,7 +113,7 @@ load_unload()
 	cc_available
 	check_err $? "bbrx not available after reload"
 
-	log_test "${BBRX_KO:+insmod $BBRX_KO}${BBRX_KO:-modprobe} / rmmod tcp_bbrx, bbrx in tcp_available_congestion_control"
+	log_test "$(bbrx_loader) / rmmod tcp_bbrx, bbrx in tcp_available_congestion_control"
 }
 
 autoload_sysctl()

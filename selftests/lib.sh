@@ -620,6 +620,16 @@ bbrx_modload()
 	fi
 }
 
+# bbrx_loader: how bbrx_modload loads the module, for messages.
+bbrx_loader()
+{
+	if [[ -n ${BBRX_KO:-} ]]; then
+		echo "insmod $BBRX_KO"
+	else
+		echo modprobe
+	fi
+}
+
 # bbrx_modinfo FIELD: modinfo's FIELD of the module bbrx_modload loads.
 bbrx_modinfo()
 {
@@ -654,7 +664,7 @@ require_bbrx()
 {
 	require_root
 	bbrx_module_load || {
-		echo "# loading tcp_bbrx failed (${BBRX_KO:+insmod $BBRX_KO}${BBRX_KO:-modprobe})"
+		echo "# loading tcp_bbrx failed ($(bbrx_loader))"
 		RET=1 retmsg="loading tcp_bbrx failed"
 		log_test "load tcp_bbrx"
 		tests_done

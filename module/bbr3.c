@@ -31,8 +31,11 @@
  * - The release compares the packets lost while a packet was in flight
  *   with the inflight when it was sent (rate_sample's tx_in_flight and lost,
  *   added by its kernel patches). bbrx3 counts tp->lost since the start of
- *   the current round against rs->prior_in_flight: the window is at most a
- *   round, so a loss burst is seen up to one round later, not earlier.
+ *   the round the acked data was sent in, against that flight estimated as
+ *   the sample's rs->delivered plus those losses: the window starts up to a
+ *   round early, so a loss is charged to the flight after it too, never
+ *   missed. inflight_hi is raised only to the rs->delivered of a flight
+ *   judged so.
  * - The release reacts per lost skb (.skb_marked_lost) and refines
  *   inflight_hi inside a TSO burst; bbrx3 reacts on the ACK that reports
  *   the loss, with inflight_hi = max(inflight, beta x target inflight).
@@ -125,14 +128,17 @@ struct bbrx3 {
 	u32 min_rtt_stamp;	/* jiffies */
 	u32 probe_rtt_min_us;	/* bbrx3_probe_rtt_win_ms min filter */
 	u32 probe_rtt_min_stamp; /* jiffies */
-	u32 probe_rtt_done_stamp; /* jiffies: PROBE_RTT may end, 0 unset */
 	u32 next_round_delivered; /* tp->delivered that ends this round */
 	u32 round_lost;		/* tp->lost at this round's start */
+	u32 prev_round_lost;	/* tp->lost at the last round's start */
 	u32 round_delivered;	/* tp->delivered at this round's start */
 	u32 round_delivered_ce;	/* tp->delivered_ce at this round's start */
 	u32 prior_cwnd;		/* cwnd before recovery or PROBE_RTT */
 	u32 full_bw;		/* BW_UNIT: bw at the last 25% growth */
-	u32 cycle_stamp;	/* jiffies: DOWN (or UP) began */
+	union {			/* one mode uses each */
+		u32 cycle_stamp; /* PROBE_BW, jiffies: DOWN (or UP) began */
+		u32 probe_rtt_done_stamp; /* PROBE_RTT, jiffies: may end, 0 unset */
+	};
 	struct bbrx_extra_acked ea; /* ACK aggregation (extra_acked.c) */
 	u16 probe_up_cnt;	/* acked per +1 of inflight_hi, U16_MAX off */
 	u16 probe_up_acked;	/* acked toward the next +1 */
@@ -414,24 +420,40 @@ static bool b3_check_time_to_cruise(struct sock *sk, const struct bbrx_net *bn,
 enum b3_too_high { B3_OK, B3_TOO_HIGH_LOSS, B3_TOO_HIGH_ECN };
 
 /*
- * Did the flow send too much? Losses this round above loss_thresh of the
- * inflight, or a CE-marked share of the sample above ecn_thresh [D 5.5.10.2;
- * the ECN rule is the release's].
+ * Packets lost since the acked data was sent, at round granularity: since
+ * the start of the round it was sent in (this one or the last). tp->lost
+ * counts every loss, including those on a round-start ACK and those the
+ * RACK reorder timer marks between ACKs, which rs->losses never shows.
+ * Stands in for the release's per-skb rs->lost; a round early, never late.
+ */
+static u32 b3_lost_since_sent(const struct sock *sk,
+			      const struct rate_sample *rs)
+{
+	const struct bbrx3 *b = inet_csk_ca(sk);
+	u32 base = b->prev_round_lost;
+
+	if (!before(rs->prior_delivered, b->round_delivered))
+		base = b->round_lost;
+	return tcp_sk(sk)->lost - base;
+}
+
+/*
+ * Did the flight this ACK's data was sent in carry too much? Its losses
+ * above loss_thresh of that flight, estimated as what the sample delivered
+ * plus those losses (the release: rs->lost against rs->tx_in_flight), or a
+ * CE-marked share of the sample above ecn_thresh [D 5.5.10.2; the ECN rule
+ * is the release's]. The caller needs a sample (rs->delivered > 0).
  */
 static enum b3_too_high b3_is_inflight_too_high(struct sock *sk,
 						const struct rate_sample *rs,
 						const struct bbrx_net *bn)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbrx3 *b = inet_csk_ca(sk);
-	u32 lost = tp->lost - b->round_lost;
+	u32 lost = b3_lost_since_sent(sk, rs);
 
-	if (rs->losses > 0 && lost &&
-	    (u64)lost * PERMILLE >
-	    (u64)READ_ONCE(bn->bbrx3_loss_thresh) * max(rs->prior_in_flight, 1U))
+	if (lost && (u64)lost * PERMILLE >
+	    (u64)READ_ONCE(bn->bbrx3_loss_thresh) * (rs->delivered + lost))
 		return B3_TOO_HIGH_LOSS;
-	if (rs->delivered > 0 && rs->delivered_ce > 0 &&
-	    b3_ecn_eligible(sk, bn) &&
+	if (rs->delivered_ce > 0 && b3_ecn_eligible(sk, bn) &&
 	    (u64)rs->delivered_ce * PERMILLE >
 	    (u64)READ_ONCE(bn->bbrx3_ecn_thresh) * rs->delivered)
 		return B3_TOO_HIGH_ECN;
@@ -453,7 +475,8 @@ static void b3_handle_inflight_too_high(struct sock *sk,
 	b->prev_probe_too_high = 1;
 	b->probe_samples = 0;
 	if (!rs->is_app_limited) {
-		b->inflight_hi = max_t(u32, rs->prior_in_flight,
+		b->inflight_hi = max_t(u32, rs->delivered +
+				       b3_lost_since_sent(sk, rs),
 				       (u64)b3_target_inflight(sk, bn) * beta /
 				       PERMILLE);
 		bbrx_stat_inc(bn, why == B3_TOO_HIGH_ECN ?
@@ -472,8 +495,10 @@ static void b3_probe_inflight_hi_upward(struct sock *sk,
 	struct bbrx3 *b = inet_csk_ca(sk);
 	u32 acked, delta;
 
-	if (!tp->is_cwnd_limited || tcp_snd_cwnd(tp) < b->inflight_hi)
+	if (!tp->is_cwnd_limited || tcp_snd_cwnd(tp) < b->inflight_hi) {
+		b->probe_up_acked = 0;	/* no credit for unused room */
 		return;
+	}
 	if (b->probe_up_cnt == U16_MAX)
 		return;			/* not growing (DOWN began) */
 	acked = b->probe_up_acked + rs->acked_sacked;
@@ -514,6 +539,8 @@ static void b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
 			b3_start_refill(sk);
 	}
 
+	if (rs->delivered <= 0)
+		return;			/* no sample: no flight to judge */
 	why = b3_is_inflight_too_high(sk, rs, bn);
 	if (why != B3_OK) {
 		if (b->probe_samples)
@@ -522,8 +549,13 @@ static void b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
 	}
 	if (b->inflight_hi == B3_UNSET)
 		return;
-	if (rs->prior_in_flight > b->inflight_hi)
-		b->inflight_hi = rs->prior_in_flight;
+	/*
+	 * the flight this data was sent in proved safe: inflight_hi may grow
+	 * to what it delivered (the release: to rs->tx_in_flight), so that
+	 * random loss cannot pin the bound
+	 */
+	if (rs->delivered > b->inflight_hi)
+		b->inflight_hi = rs->delivered;
 	if (b->mode == B3_PROBE_BW && b->state == B3_UP)
 		b3_probe_inflight_hi_upward(sk, rs);
 }
@@ -640,6 +672,7 @@ static void b3_end_of_round(struct sock *sk, struct bbrx_net *bn)
 	}
 	if (trace_bbrx3_round_enabled())
 		b3_trace_round_end(sk, delivered, lost, ce);
+	b->prev_round_lost = b->round_lost;
 	b->round_lost = tp->lost;
 	b->round_delivered = tp->delivered;
 	b->round_delivered_ce = tp->delivered_ce;
@@ -1001,6 +1034,7 @@ static void bbrx3_init(struct sock *sk)
 	b->round_delivered = tp->delivered;
 	b->round_delivered_ce = tp->delivered_ce;
 	b->round_lost = tp->lost;
+	b->prev_round_lost = tp->lost;
 	b->min_rtt_us = tcp_min_rtt(tp);
 	b->min_rtt_stamp = tcp_jiffies32;
 	b->probe_rtt_min_us = b->min_rtt_us;
@@ -1044,6 +1078,12 @@ static void bbrx3_set_state(struct sock *sk, u8 new_state)
 		       (b->mode == B3_PROBE_BW &&
 			(b->state == B3_REFILL || b->state == B3_UP));
 
+	/*
+	 * Recovery begins only on a loss, also one the RACK reorder timer
+	 * marked between ACKs (no rs->losses shows it): the round is lossy.
+	 */
+	if (new_state == TCP_CA_Recovery)
+		b->loss_in_round = 1;
 	if (new_state != TCP_CA_Loss)
 		return;
 	/*

@@ -463,8 +463,9 @@ static enum b3_too_high b3_is_inflight_too_high(struct sock *sk,
 /*
  * A probe went too high: the inflight it reached (or beta of the target,
  * whichever is more) becomes the long-term bound, once per probe; UP ends.
+ * Returns true if that moved the cycle to DOWN.
  */
-static void b3_handle_inflight_too_high(struct sock *sk,
+static bool b3_handle_inflight_too_high(struct sock *sk,
 					const struct rate_sample *rs,
 					struct bbrx_net *bn,
 					enum b3_too_high why)
@@ -483,8 +484,11 @@ static void b3_handle_inflight_too_high(struct sock *sk,
 			      BBRX3_STAT_INFLIGHT_HI_ECN :
 			      BBRX3_STAT_INFLIGHT_HI_LOSS);
 	}
-	if (b->mode == B3_PROBE_BW && b->state == B3_UP)
+	if (b->mode == B3_PROBE_BW && b->state == B3_UP) {
 		b3_start_down(sk);
+		return true;
+	}
+	return false;
 }
 
 /* UP, limited by inflight_hi: count acked packets into its growth. */
@@ -515,9 +519,11 @@ static void b3_probe_inflight_hi_upward(struct sock *sk,
 /*
  * The long-term model, on every ACK once the pipe was found full: the ACK
  * phase of the last probe, the max_bw window, and inflight_hi (cut when a
- * probe went too high, raised when more inflight proved safe).
+ * probe went too high, raised when more inflight proved safe). Returns true
+ * if it moved the PROBE_BW cycle (REFILL after a risky stop, DOWN after a
+ * probe that went too high).
  */
-static void b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
+static bool b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
 				  struct bbrx_net *bn)
 {
 	struct bbrx3 *b = inet_csk_ca(sk);
@@ -533,22 +539,27 @@ static void b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
 			b->bw_hi[0] = b->bw_hi[1];
 			b->bw_hi[1] = 0;
 		}
-		/* a stop at inflight_hi without loss: probe again at once */
+		/*
+		 * a stop at inflight_hi without loss: probe again at once,
+		 * REFILL first; nothing else may move the cycle on this ACK
+		 */
 		if (b->mode == B3_PROBE_BW && b->stopped_risky_probe &&
-		    !b->prev_probe_too_high)
+		    !b->prev_probe_too_high) {
 			b3_start_refill(sk);
+			return true;
+		}
 	}
 
 	if (rs->delivered <= 0)
-		return;			/* no sample: no flight to judge */
+		return false;		/* no sample: no flight to judge */
 	why = b3_is_inflight_too_high(sk, rs, bn);
 	if (why != B3_OK) {
 		if (b->probe_samples)
-			b3_handle_inflight_too_high(sk, rs, bn, why);
-		return;
+			return b3_handle_inflight_too_high(sk, rs, bn, why);
+		return false;
 	}
 	if (b->inflight_hi == B3_UNSET)
-		return;
+		return false;
 	/*
 	 * the flight this data was sent in proved safe: inflight_hi may grow
 	 * to what it delivered (the release: to rs->tx_in_flight), so that
@@ -558,6 +569,7 @@ static void b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
 		b->inflight_hi = rs->delivered;
 	if (b->mode == B3_PROBE_BW && b->state == B3_UP)
 		b3_probe_inflight_hi_upward(sk, rs);
+	return false;
 }
 
 static void b3_update_cycle_phase(struct sock *sk,
@@ -570,8 +582,8 @@ static void b3_update_cycle_phase(struct sock *sk,
 
 	if (!b->full_bw_reached)
 		return;
-	b3_adapt_upper_bounds(sk, rs, bn);
-	if (b->mode != B3_PROBE_BW)
+	/* the release's order: a decision there is this ACK's only one */
+	if (b3_adapt_upper_bounds(sk, rs, bn) || b->mode != B3_PROBE_BW)
 		return;
 
 	inflight = bbrx_inflight_at_edt(sk, rs->prior_in_flight, b3_bw(b));

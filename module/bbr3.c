@@ -682,6 +682,11 @@ static void b3_end_of_round(struct sock *sk, struct bbrx_net *bn)
 			bbrx_stat_inc(bn, BBRX3_STAT_STARTUP_EXIT_CONG);
 		}
 	}
+	/*
+	 * CE echoed in this round, counted once: rs->delivered_ce spans the
+	 * acked packet's sampling interval, which reaches into the last round
+	 */
+	b->ecn_in_round = ce > 0;
 	if (trace_bbrx3_round_enabled())
 		b3_trace_round_end(sk, delivered, lost, ce);
 	b->prev_round_lost = b->round_lost;
@@ -745,7 +750,6 @@ static void b3_update_round(struct sock *sk, const struct rate_sample *rs,
 		b->inflight_latest = max_t(u32, b->inflight_latest,
 					   rs->delivered);
 	b->loss_in_round |= rs->losses > 0;
-	b->ecn_in_round |= rs->delivered_ce > 0;
 	if (rs->losses > 0 && b->loss_events < 7)
 		b->loss_events++;
 

@@ -239,9 +239,11 @@ struct bbrx_extra_acked {
 };
 
 void bbrx_extra_acked_restart(struct bbrx_extra_acked *ea, u64 mstamp);
+/* rounds per half of the max filter's window, in steady state */
+#define BBRX_EXTRA_ACKED_ROUNDS	5
 void bbrx_extra_acked_update(struct bbrx_extra_acked *ea, struct sock *sk,
 			     const struct rate_sample *rs, u32 bw,
-			     bool round_start);
+			     bool round_start, u32 win_rounds);
 u32 bbrx_extra_acked_cwnd(const struct bbrx_extra_acked *ea, u32 bw, u32 gain);
 
 /* Hooks, in the order of the hook table (hook.c). */

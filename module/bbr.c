@@ -851,7 +851,7 @@ static void bbrx_cong_control(struct sock *sk, const struct rate_sample *rs)
 	bbrx_update_bw(sk, rs, bn);
 	if (READ_ONCE(bn->extra_acked_gain))
 		bbrx_extra_acked_update(&b->ea, sk, rs, bbrx_bw(sk),
-					b->round_start);
+					b->round_start, BBRX_EXTRA_ACKED_ROUNDS);
 	bbrx_update_cycle(sk, rs, bn);
 	bbrx_check_full_bw(sk, rs);
 	bbrx_check_drain(sk, bn);

@@ -975,10 +975,10 @@ static void b3_set_cwnd(struct sock *sk, struct bbrx_net *bn,
 	if (b3_recovery_cwnd(sk, rs, acked, &cwnd))
 		goto done;
 
-	target = b3_bdp(b, bw, b3_cwnd_gain(b));
-	if (b->full_bw_reached)
-		target += bbrx_extra_acked_cwnd(&b->ea, bw,
-						bbrx_gain(READ_ONCE(bn->extra_acked_gain)));
+	/* the allowance applies in STARTUP too [D 5.5.9; release] */
+	target = b3_bdp(b, bw, b3_cwnd_gain(b)) +
+		 bbrx_extra_acked_cwnd(&b->ea, bw,
+				       bbrx_gain(READ_ONCE(bn->extra_acked_gain)));
 	target = b3_quantization_budget(sk, bn, target);
 	if (b->full_bw_reached)
 		cwnd = min(cwnd + acked, target);
@@ -1007,8 +1007,10 @@ static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
 	if (bw_sample)
 		b3_update_max_bw(sk, rs, bw_sample);
 	if (READ_ONCE(bn->extra_acked_gain))
-		bbrx_extra_acked_update(&b->ea, sk, rs, b3_bw(b),
-					b->round_start);
+		/* STARTUP's bw doubles per round: a one-round window (release) */
+		bbrx_extra_acked_update(&b->ea, sk, rs, b3_bw(b), b->round_start,
+					b->full_bw_reached ?
+					BBRX_EXTRA_ACKED_ROUNDS : 1);
 	b3_check_full_bw(sk, rs);
 	b3_check_drain(sk, bn);
 	b3_update_cycle_phase(sk, rs, bn, bw_sample);

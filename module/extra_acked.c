@@ -7,7 +7,8 @@
  * would stall the sender until the next burst. The estimate is the largest
  * number of packets (s)acked beyond what bw explains since the start of an
  * "epoch" (a time at which ACKs had caught up with bw), over two halves of
- * BBRX_EXTRA_ACKED_ROUNDS rounds each. Source: upstream 78dc70ebaa38
+ * a caller's number of rounds each (BBRX_EXTRA_ACKED_ROUNDS, 5, in steady
+ * state; bbrx3 uses one in STARTUP). Source: upstream 78dc70ebaa38
  * ("tcp_bbr: adapt cwnd based on ack aggregation estimation", 5.1) and
  * draft-ietf-ccwg-bbr-06 section 5.5.9.
  */
@@ -15,7 +16,6 @@
 
 #include "bbrx.h"
 
-#define BBRX_EXTRA_ACKED_ROUNDS	5	/* rounds per window half */
 #define BBRX_EXTRA_ACKED_MAX_US	100000	/* cap: bw x 100 ms of packets */
 #define BBRX_ACK_EPOCH_MAX	0xFFFFF	/* epoch_acked bit-field limit */
 
@@ -39,10 +39,11 @@ void bbrx_extra_acked_restart(struct bbrx_extra_acked *ea, u64 mstamp)
  * @rs: the rate sample
  * @bw: the model's bw, packets per usec << BBRX_BW_SCALE
  * @round_start: this ACK began a packet-timed round
+ * @win_rounds: rounds per window half, 1 to 7 (the rounds field's bits)
  */
 void bbrx_extra_acked_update(struct bbrx_extra_acked *ea, struct sock *sk,
 			     const struct rate_sample *rs, u32 bw,
-			     bool round_start)
+			     bool round_start, u32 win_rounds)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 epoch_us, expected, extra;
@@ -50,7 +51,7 @@ void bbrx_extra_acked_update(struct bbrx_extra_acked *ea, struct sock *sk,
 	if (rs->acked_sacked <= 0 || rs->delivered < 0 || rs->interval_us <= 0)
 		return;
 
-	if (round_start && ++ea->rounds >= BBRX_EXTRA_ACKED_ROUNDS) {
+	if (round_start && ++ea->rounds >= win_rounds) {
 		ea->rounds = 0;
 		ea->idx ^= 1;
 		ea->extra[ea->idx] = 0;

@@ -45,7 +45,8 @@
  *   classic ECN sender (once per round). Hence the release's min_rtt gate
  *   (bbrx3_ecn_max_rtt_us, 5 ms) is the default.
  * - An undo of a spurious recovery resets bw_lo and inflight_lo instead
- *   of restoring saved values (no room for the copies, see struct bbrx3).
+ *   of restoring saved values (no room for the copies, see struct bbrx3);
+ *   inflight_hi is restored.
  * - Not modelled: the release's fast path, ECN reprobe, TLP-loss
  *   accounting and PLB.
  * Constants follow [D]; where the release differs, the comment says so.
@@ -139,6 +140,7 @@ struct bbrx3 {
 		u32 cycle_stamp; /* PROBE_BW, jiffies: DOWN (or UP) began */
 		u32 probe_rtt_done_stamp; /* PROBE_RTT, jiffies: may end, 0 unset */
 	};
+	u32 undo_inflight_hi;	/* inflight_hi when a loss episode began */
 	struct bbrx_extra_acked ea; /* ACK aggregation (extra_acked.c) */
 	u16 probe_up_cnt;	/* acked per +1 of inflight_hi, U16_MAX off */
 	u16 probe_up_acked;	/* acked toward the next +1 */
@@ -165,9 +167,11 @@ struct bbrx3 {
 	    ecn_alpha:9,	/* CE share EWMA, GAIN_UNIT = all marked */
 	    startup_ecn_rounds:2, /* consecutive CE rounds in STARTUP */
 	    loss_events:3,	/* ACKs with losses this round, saturating */
-	    unused2:6;
-	u8 rounds_since_probe;	/* rounds since the last UP, saturating */
+	    rounds_since_probe:6; /* since the last UP, saturating */
 };
+
+#define B3_ROUNDS_SINCE_PROBE_MAX	63	/* rounds_since_probe's bits */
+static_assert(B3_PROBE_MAX_ROUNDS <= B3_ROUNDS_SINCE_PROBE_MAX);
 
 static u32 b3_max_bw(const struct bbrx3 *b)
 {
@@ -760,7 +764,7 @@ static void b3_update_round(struct sock *sk, const struct rate_sample *rs,
 	b->next_round_delivered = tp->delivered;
 	b->round_start = 1;
 	b->packet_conservation = 0;
-	if (b->rounds_since_probe < U8_MAX)
+	if (b->rounds_since_probe < B3_ROUNDS_SINCE_PROBE_MAX)
 		b->rounds_since_probe++;
 	b3_end_of_round(sk, bn);
 	b3_adapt_lower_bounds(sk, bn);
@@ -1063,6 +1067,7 @@ static void bbrx3_init(struct sock *sk)
 	b->probe_up_cnt = U16_MAX;
 	b->ecn_alpha = GAIN_UNIT;	/* react at once if the path starts marked */
 	b->mode = B3_STARTUP;
+	b->undo_inflight_hi = B3_UNSET;
 	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
 
 	WRITE_ONCE(sk->sk_pacing_shift, READ_ONCE(bn->pacing_shift));
@@ -1072,19 +1077,32 @@ static void bbrx3_init(struct sock *sk)
 	bbrx_stat_inc(bn, BBRX3_STAT_SOCKETS_INIT);
 }
 
+/* A loss episode begins: save cwnd, and inflight_hi for an undo. */
 static u32 bbrx3_ssthresh(struct sock *sk)
 {
+	struct bbrx3 *b = inet_csk_ca(sk);
+
 	b3_save_cwnd(sk);
+	b->undo_inflight_hi = b->inflight_hi;
 	return tcp_sk(sk)->snd_ssthresh;
 }
 
-/* A spurious loss episode: forget STARTUP's plateau and the short-term cuts. */
+/*
+ * A spurious loss episode: forget STARTUP's plateau, the round's loss and
+ * the short-term cuts, and give inflight_hi back what the episode took
+ * (the release restores its saved bounds the same way).
+ */
 static u32 bbrx3_undo_cwnd(struct sock *sk)
 {
 	struct bbrx3 *b = inet_csk_ca(sk);
 
 	b3_reset_full_bw(b);
 	b3_reset_lower_bounds(b);
+	b->loss_in_round = 0;
+	/* the episode's losses were not real: no flight is judged by them */
+	b->round_lost = tcp_sk(sk)->lost;
+	b->prev_round_lost = b->round_lost;
+	b->inflight_hi = max(b->inflight_hi, b->undo_inflight_hi);
 	return tcp_snd_cwnd(tcp_sk(sk));
 }
 

@@ -162,7 +162,8 @@ struct bbrx3 {
 	    stopped_risky_probe:1, /* UP stopped at inflight_hi */
 	    packet_conservation:1, /* first round of fast recovery */
 	    probe_up_rounds:5,	/* UP rounds: growth 2^n per round */
-	    unused:3;
+	    initialized:1,	/* .init ran (cong_control may run before) */
+	    unused:2;
 	u32 probe_wait_ms:12,	/* wall-clock wait in DOWN/CRUISE */
 	    ecn_alpha:9,	/* CE share EWMA, GAIN_UNIT = all marked */
 	    startup_ecn_rounds:2, /* consecutive CE rounds in STARTUP */
@@ -1003,6 +1004,12 @@ static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
 	struct bbrx3 *b = inet_csk_ca(sk);
 	u32 bw_sample = 0, bw;
 
+	/*
+	 * An active open's SYN-ACK is acked before tcp_init_transfer() calls
+	 * .init, on zeroed state (upstream's BBRv3 release guards it too)
+	 */
+	if (unlikely(!b->initialized))
+		return;
 	if (rs->delivered > 0 && rs->interval_us > 0)
 		bw_sample = (u32)min_t(u64, div64_long((u64)rs->delivered * BW_UNIT,
 						       rs->interval_us), U32_MAX);
@@ -1031,7 +1038,7 @@ static void bbrx3_tx_start(struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx3 *b = inet_csk_ca(sk);
 
-	if (!tp->app_limited)
+	if (!tp->app_limited || unlikely(!b->initialized))
 		return;
 	bbrx_stat_inc(bbrx_sk_net(sk), BBRX3_STAT_IDLE_RESTART);
 	/* restarting from idle: do not burst at a probing gain */
@@ -1068,6 +1075,7 @@ static void bbrx3_init(struct sock *sk)
 	b->ecn_alpha = GAIN_UNIT;	/* react at once if the path starts marked */
 	b->mode = B3_STARTUP;
 	b->undo_inflight_hi = B3_UNSET;
+	b->initialized = 1;
 	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
 
 	WRITE_ONCE(sk->sk_pacing_shift, READ_ONCE(bn->pacing_shift));

@@ -215,6 +215,8 @@ bool bbrx_init_pacing(struct sock *sk, u32 gain);
 void bbrx_update_pacing(struct sock *sk, u32 bw, u32 gain,
 			bool full_bw_reached);
 u32 bbrx_min_tso_segs(struct sock *sk);
+u32 bbrx_tso_segs_goal_extra(struct sock *sk, const struct bbrx_net *bn,
+			     u32 extra);
 u32 bbrx_tso_segs_goal(struct sock *sk, const struct bbrx_net *bn);
 u32 bbrx_inflight_at_edt(struct sock *sk, u32 inflight, u32 bw);
 size_t bbrx_fill_bbr_info(struct sock *sk, u32 ext, int *attr,

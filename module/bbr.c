@@ -241,31 +241,47 @@ u32 bbrx_min_tso_segs(struct sock *sk)
 }
 
 /**
- * bbrx_tso_segs_goal() - burst size the cwnd must leave room for
+ * bbrx_tso_segs_goal_extra() - burst size the cwnd must leave room for
  * @sk: the socket
  * @bn: the netns settings (gso_cap)
+ * @extra: bytes allowed beyond the pacing rate's share (bbrx3: the
+ *	BBRv3 release's min_rtt term), 0 for bbrx
  *
  * About 1 ms of data at the pacing rate (pacing_rate >> sk_pacing_shift
- * bytes), at most a legacy 64 KB GSO packet, in segments, and never below
- * bbrx_min_tso_segs(). Upstream 350c9f484bde stopped bounding it by the
- * device's gso_max_segs; gso_cap = 1 restores that bound (pre-fix). At most
- * 127 segments, as in-tree BBR: that binds only at an MSS below ~516 bytes.
+ * bytes) plus @extra, at most a legacy 64 KB GSO packet, in segments, and
+ * never below bbrx_min_tso_segs(). Upstream 350c9f484bde stopped bounding
+ * it by the device's gso_max_segs; gso_cap = 1 restores that bound
+ * (pre-fix). At most 127 segments, as in-tree BBR: that binds only at an
+ * MSS below ~516 bytes.
  *
  * Return: segments.
  */
-u32 bbrx_tso_segs_goal(struct sock *sk, const struct bbrx_net *bn)
+u32 bbrx_tso_segs_goal_extra(struct sock *sk, const struct bbrx_net *bn,
+			     u32 extra)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	unsigned long bytes;
 	u32 segs;
 
 	bytes = READ_ONCE(sk->sk_pacing_rate) >> READ_ONCE(sk->sk_pacing_shift);
-	bytes = min_t(unsigned long, bytes,
+	bytes = min_t(unsigned long, bytes + extra,
 		      GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
 	segs = max_t(u32, bytes / tp->mss_cache, bbrx_min_tso_segs(sk));
 	if (READ_ONCE(bn->gso_cap))
 		segs = min_t(u32, segs, READ_ONCE(sk->sk_gso_max_segs));
 	return min_t(u32, segs, BBRX_TSO_SEGS_MAX);
+}
+
+/**
+ * bbrx_tso_segs_goal() - bbrx's burst goal, see bbrx_tso_segs_goal_extra()
+ * @sk: the socket
+ * @bn: the netns settings (gso_cap)
+ *
+ * Return: segments.
+ */
+u32 bbrx_tso_segs_goal(struct sock *sk, const struct bbrx_net *bn)
+{
+	return bbrx_tso_segs_goal_extra(sk, bn, 0);
 }
 
 /* Remember cwnd before recovery or PROBE_RTT cut it, to restore it after. */

@@ -88,6 +88,7 @@
 #define B3_PROBE_UP_MAX_SHIFT	30	/* inflight_hi growth doubles to 2^30 */
 #define B3_ECN_ALPHA_SHIFT	4	/* alpha EWMA gain 1/16 (release) */
 #define B3_ECN_FACTOR		85	/* inflight_lo cut alpha/3 (release) */
+#define B3_TSO_RTT_SHIFT	9	/* burst + 64 KB halved per 512 us (release) */
 
 enum bbrx3_mode {
 	B3_STARTUP,
@@ -225,17 +226,30 @@ static u32 b3_bdp(const struct bbrx3 *b, u32 bw, u32 gain)
 }
 
 /*
+ * The burst goal of the BBRv3 release (bbr_tso_segs_generic()): bbrx's
+ * goal from the pacing rate, plus a 64 KB allowance halved for every 512
+ * us of min_rtt, so that short paths keep room for full offload bursts.
+ */
+static u32 b3_tso_segs_goal(struct sock *sk, const struct bbrx_net *bn)
+{
+	const struct bbrx3 *b = inet_csk_ca(sk);
+	u32 r = b->min_rtt_us >> B3_TSO_RTT_SHIFT;
+
+	return bbrx_tso_segs_goal_extra(sk, bn,
+					r < 32 ? GSO_LEGACY_MAX_SIZE >> r : 0);
+}
+
+/*
  * The offload budget: room for tso_margin bursts of the burst goal (the
  * qdisc, the TSO engine and the receiver's GRO each hold one) [D 5.5.8.1],
  * at least MinPipeCwnd, and 2 more packets in UP so that a tiny BDP can
- * still exceed itself [D 5.6.4.2]. The goal is bbrx's, so gso_cap acts
- * here as in bbrx.
+ * still exceed itself [D 5.6.4.2]. gso_cap acts on the goal as in bbrx.
  */
 static u32 b3_quantization_budget(struct sock *sk, const struct bbrx_net *bn,
 				  u32 inflight)
 {
 	const struct bbrx3 *b = inet_csk_ca(sk);
-	u32 budget = READ_ONCE(bn->tso_margin) * bbrx_tso_segs_goal(sk, bn);
+	u32 budget = READ_ONCE(bn->tso_margin) * b3_tso_segs_goal(sk, bn);
 
 	inflight = max3(inflight, budget, (u32)B3_MIN_CWND);
 	if (b->mode == B3_PROBE_BW && b->state == B3_UP)

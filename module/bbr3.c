@@ -104,20 +104,25 @@ enum bbrx3_probe_bw_state {
 	B3_UP,
 };
 
-/* Where the ACKs of a bandwidth probe are [D 2.14]. */
+/*
+ * Where the ACKs of a bandwidth probe are [D 2.14]: only the ACKs of data
+ * sent after a probe ended start anything (the max_bw window's shift).
+ */
 enum bbrx3_ack_phase {
 	B3_ACKS_INIT,
-	B3_ACKS_REFILLING,	/* ACKs of REFILL's round */
-	B3_ACKS_PROBE_STARTING,	/* of the first round of UP */
-	B3_ACKS_PROBE_FEEDBACK,	/* of data sent at UP's rate */
 	B3_ACKS_PROBE_STOPPING,	/* of data sent after the probe ended */
 };
 
+/* bbrx3_round's phase outside PROBE_BW (bbrx_trace.h prints it "-"). */
+#define B3_TRACE_NO_PHASE	4
+
 /*
- * Private state, packed into ICSK_CA_PRIV_SIZE (104 bytes on 6.1 and 6.12):
- * stamps are 32-bit jiffies or usec, the probe-up counters 16 bits (a cwnd
- * above 65535 packets grows inflight_hi a little slower), and no undo copies
- * of the bounds. 100 bytes.
+ * Private state, packed into ICSK_CA_PRIV_SIZE (104 bytes on every kernel
+ * bbrx builds for), all of it: stamps are 32-bit jiffies or usec, the
+ * probe-up counters 16 bits (probe_up_cnt is capped, so a cwnd above 65535
+ * packets grows inflight_hi a little faster than 2^n per round), rounds
+ * since a probe 6 bits (they matter up to B3_PROBE_MAX_ROUNDS), and of the
+ * bounds only inflight_hi is saved for undo (the lower bounds are lifted).
  */
 struct bbrx3 {
 	u32 bw_hi[2];		/* BW_UNIT: max bw, last and this cycle */
@@ -147,7 +152,7 @@ struct bbrx3 {
 	u16 probe_up_acked;	/* acked toward the next +1 */
 	u32 mode:2,		/* enum bbrx3_mode */
 	    state:2,		/* enum bbrx3_probe_bw_state */
-	    ack_phase:3,	/* enum bbrx3_ack_phase */
+	    ack_phase:1,	/* enum bbrx3_ack_phase */
 	    prev_ca_state:3,	/* icsk_ca_state on the last ACK */
 	    full_bw_cnt:2,	/* rounds without bw growth */
 	    round_start:1,	/* this ACK began a round */
@@ -164,7 +169,7 @@ struct bbrx3 {
 	    packet_conservation:1, /* first round of fast recovery */
 	    probe_up_rounds:5,	/* UP rounds: growth 2^n per round */
 	    initialized:1,	/* .init ran (cong_control may run before) */
-	    unused:2;
+	    unused:4;
 	u32 probe_wait_ms:12,	/* wall-clock wait in DOWN/CRUISE */
 	    ecn_alpha:9,	/* CE share EWMA, GAIN_UNIT = all marked */
 	    startup_ecn_rounds:2, /* consecutive CE rounds in STARTUP */
@@ -373,7 +378,6 @@ static void b3_start_refill(struct sock *sk)
 	b->probe_up_rounds = 0;
 	b->probe_up_acked = 0;
 	b->stopped_risky_probe = 0;
-	b->ack_phase = B3_ACKS_REFILLING;
 	b->state = B3_REFILL;
 	b3_start_round(sk);
 }
@@ -396,7 +400,7 @@ static void b3_start_up(struct sock *sk, struct bbrx_net *bn, u32 bw_sample)
 {
 	struct bbrx3 *b = inet_csk_ca(sk);
 
-	b->ack_phase = B3_ACKS_PROBE_STARTING;
+	b->ack_phase = B3_ACKS_INIT;
 	b3_start_round(sk);
 	b->cycle_stamp = tcp_jiffies32;
 	b3_reset_full_bw(b);
@@ -548,8 +552,6 @@ static bool b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
 	struct bbrx3 *b = inet_csk_ca(sk);
 	enum b3_too_high why;
 
-	if (b->ack_phase == B3_ACKS_PROBE_STARTING && b->round_start)
-		b->ack_phase = B3_ACKS_PROBE_FEEDBACK;
 	if (b->ack_phase == B3_ACKS_PROBE_STOPPING && b->round_start) {
 		b->probe_samples = 0;
 		b->ack_phase = B3_ACKS_INIT;
@@ -640,7 +642,6 @@ static void b3_update_cycle_phase(struct sock *sk,
 	}
 }
 
-/* Per-round signals: the CE share's EWMA and STARTUP's loss and ECN exits. */
 /* The bbrx3_round trace event for the round ending on this ACK. */
 static void b3_trace_round_end(struct sock *sk, u32 delivered, u32 lost,
 			       u32 ce)
@@ -648,7 +649,7 @@ static void b3_trace_round_end(struct sock *sk, u32 delivered, u32 lost,
 	const struct bbrx3 *b = inet_csk_ca(sk);
 	struct bbrx_trace_round r = {
 		.mode = b->mode,
-		.phase = b->state,
+		.phase = b->mode == B3_PROBE_BW ? b->state : B3_TRACE_NO_PHASE,
 		.bw = b3_bw(b),
 		.min_rtt_us = b->min_rtt_us,
 		.pacing_gain = b3_pacing_gain(b),
@@ -664,6 +665,7 @@ static void b3_trace_round_end(struct sock *sk, u32 delivered, u32 lost,
 	trace_bbrx3_round(sk, &r);
 }
 
+/* Per-round signals: the CE share's EWMA and STARTUP's loss and ECN exits. */
 static void b3_end_of_round(struct sock *sk, struct bbrx_net *bn)
 {
 	struct tcp_sock *tp = tcp_sk(sk);

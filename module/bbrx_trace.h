@@ -110,7 +110,7 @@ DEFINE_EVENT(bbrx_round_class, bbrx_round,
 	     TP_ARGS(sk, r)
 );
 
-/* bbrx3: phase is PROBE_BW's state, printed by name. */
+/* bbrx3: phase is PROBE_BW's state, printed by name; "-" in other modes. */
 DEFINE_EVENT_PRINT(bbrx_round_class, bbrx3_round,
 		   TP_PROTO(const struct sock *sk,
 			    const struct bbrx_trace_round *r),
@@ -123,7 +123,8 @@ DEFINE_EVENT_PRINT(bbrx_round_class, bbrx3_round,
 					      { 3, "PROBE_RTT" }),
 			     __print_symbolic(__entry->phase,
 					      { 0, "DOWN" }, { 1, "CRUISE" },
-					      { 2, "REFILL" }, { 3, "UP" }),
+					      { 2, "REFILL" }, { 3, "UP" },
+					      { 4, "-" }),
 			     __entry->bw, __entry->pacing_rate,
 			     __entry->min_rtt_us, __entry->cwnd,
 			     __entry->pacing_gain, __entry->cwnd_gain,

@@ -91,8 +91,11 @@ static struct bbrx_param bbrx_params[] = {
 	BBRX_PARAM(bbrx3_ecn_thresh, 500, 1, 1000),
 	/* ECN used only while min_rtt <= this, usec; 0 any (release: 5 ms) */
 	BBRX_PARAM(bbrx3_ecn_max_rtt_us, 5000, 0, 10000000),
-	/* PROBE_RTT when min_rtt was not refreshed for this long, ms (5 s) */
-	BBRX_PARAM(bbrx3_probe_rtt_win_ms, 5000, 100, 600000),
+	/*
+	 * PROBE_RTT when min_rtt was not refreshed for this long, ms (5 s);
+	 * at most bbrx3's 10 s min_rtt window, which it exists to refresh
+	 */
+	BBRX_PARAM(bbrx3_probe_rtt_win_ms, 5000, 100, 10000),
 	/* 0 kernel, 1 post-114f39feab36, 2 pre (4.15 regression), 3 never */
 	BBRX_POLICY(autocork, 0, 3, BIT(BBRX_HOOK_AUTOCORK)),
 	/* 0 kernel, 1 single-skb shortcut (Oct 2023), 2 without it */

@@ -164,7 +164,7 @@ bbrx3_headroom 150 0 500
 bbrx3_ecn 1 0 1
 bbrx3_ecn_thresh 500 1 1000
 bbrx3_ecn_max_rtt_us 5000 0 10000000
-bbrx3_probe_rtt_win_ms 5000 100 600000"
+bbrx3_probe_rtt_win_ms 5000 100 10000"
 
 ##############################################################################
 # TAP and result bookkeeping

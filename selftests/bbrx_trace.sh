@@ -60,54 +60,6 @@ TRACEFS=
 EV_DIR=
 BUF_KB0=
 
-# trace_start EVENT...: empty ring buffer, only these bbrx events on.
-trace_start()
-{
-	local e
-
-	echo 0 >"$EV_DIR/enable"
-	: >"$TRACEFS/trace"
-	for e in "$@"; do
-		echo 1 >"$EV_DIR/$e/enable" || return 1
-	done
-	echo 1 >"$TRACEFS/tracing_on"
-}
-
-# trace_stop FILE: every bbrx event off, the buffer into FILE; prints the
-# events the ring buffer overwrote or dropped (must be 0 for exact counts).
-trace_stop()
-{
-	echo 0 >"$EV_DIR/enable"
-	cat "$TRACEFS/trace" >"$1"
-	cat "$TRACEFS"/per_cpu/cpu*/stats 2>/dev/null |
-		awk '/^(overrun|dropped events):/ { n += $NF } END { print n + 0 }'
-}
-
-# trace_of FILE EVENT NETNS [SPORT]: "key=value ..." of each EVENT line
-# from netns inode NETNS (and local port SPORT).
-trace_of()
-{
-	awk -v ev=" $2: " -v ns=" netns=$3 " -v sp="${4:+ sport=$4 }" '
-		{
-			i = index($0, ev)
-			if (!i) next
-			rest = " " substr($0, i + length(ev)) " "
-			if (!index(rest, ns) || (sp != "" && !index(rest, sp))) next
-			print substr(rest, 2, length(rest) - 2)
-		}' "$1"
-}
-
-# tf KEY: the values of KEY in "key=value" lines on stdin.
-tf()
-{
-	awk -v k="$1=" '{ for (i = 1; i <= NF; i++) if (index($i, k) == 1) print substr($i, length(k) + 1) }'
-}
-
-netns_ino()
-{
-	ip netns exec "$1" stat -L -c %i /proc/self/ns/net
-}
-
 # bbrx3_hi_count: times bbrx3 set inflight_hi in the sender's netns.
 bbrx3_hi_count()
 {

@@ -1,0 +1,298 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bbrx3's loss signal and PROBE_BW state machine, read from its round events
+# (bbrx3_round, one per packet-timed round: the state and bounds at the
+# round's end, before that round's own cuts).  Each case checks one rule of
+# Google's BBRv3 release (github.com/google/bbr, branch v3, tcp_bbr.c) that
+# module/bbr3.c follows; the module before each rule was kept fails its case
+# (docs/results/2026-12-03-bbrx3-signals.md).  Paths: SND -> RTR -> RCV,
+# the rate and buffer on the router, the delay on the ACK path.
+#
+#   signals_startup_bound  20 Mbit/s, 20 ms, a 0.25 x BDP buffer, one
+#        bbrx3 flow of SECS (8 s): STARTUP ends on loss
+#        (Bbrx3StartupExitCong) and the inflight_hi it set is not raised
+#        before the first bandwidth probe: no round between the exit and
+#        the first UP round reports more.  inflight_hi may grow only to a
+#        flight whose losses were judged (bbr_adapt_upper_bounds(): to
+#        rs->tx_in_flight when rs->lost is under loss_thresh of it); DRAIN's
+#        ACKs acknowledge STARTUP's lossy overshoot.
+#   signals_refill         the same flow: every UP round follows a REFILL
+#        round (bbr_update_cycle_phase() returns after
+#        bbr_start_bw_probe_refill(), also when a probe stopped at
+#        inflight_hi without loss and re-probes at once), and at least one
+#        probe happened.
+#   signals_ecn_once       100 Mbit/s into one fq_codel queue marking CE
+#        above 1 ms, 3 ms RTT (inside bbrx3_ecn_max_rtt_us), sender
+#        tcp_ecn 1, bbrx3_ecn 1, SECS: Bbrx3InflightLoEcn moved exactly
+#        once per round that had CE (the round event's ce > 0) in a state
+#        that adapts the lower bounds (not STARTUP, REFILL or UP), and at
+#        least once.  The release takes a round's CE from that round's
+#        count; rs->delivered_ce spans the acked packet's sampling interval
+#        and reaches into the round before, so it would cut the round after
+#        a marked one again.
+#   signals_random_loss    20 Mbit/s, 20 ms, 0.5% random loss, a 2 x BDP
+#        buffer, SECS: in the second half of the PROBE_BW rounds the
+#        median inflight_hi (where set) is at least one BDP (bw x min_rtt
+#        of the same rounds, in packets): loss below loss_thresh (2%) must
+#        not pin the bound under the pipe.
+#   signals_before_init    8 parallel connections (2 s) with bbrx3 the
+#        sender's default congestion control (a socket that starts with it,
+#        as opposed to one switched by setsockopt after connect()): no
+#        PROBE_RTT (Bbrx3ProbeRttEnter) in flows shorter than its 5 s
+#        window.  On 6.1 an active open's SYN-ACK is acked before
+#        tcp_init_transfer() calls .init; on zeroed state the model finds
+#        min_rtt last refreshed at jiffies 0 and enters PROBE_RTT, once the
+#        guest has been up ~305 s (jiffies start at -300 s).  The release
+#        guards .cong_control with its "initialized" flag.
+#   signals_tso_floor      20 Mbit/s without added delay (min_rtt well
+#        under 1 ms), a buffer no flow fills, SECS: in PROBE_BW (outside
+#        PROBE_RTT) cwnd is at least tso_margin x the release's low-RTT
+#        burst allowance, (64 KB >> (min_rtt_us / 512)) / MSS segments
+#        (bbr_tso_segs_generic()), in 90% of the rounds.
+#
+# Knobs: BBRX3_SIGNALS_SECS (8) per flow; BBRX3_SIGNALS_KEEP=DIR keeps each
+# flow's round events there (ID.ev).
+
+ALL_TESTS="
+	signals_startup_bound
+	signals_refill
+	signals_before_init
+	signals_tso_floor
+	signals_ecn_once
+	signals_random_loss
+"
+source "$(dirname "$0")/lib.sh"
+
+SECS=${BBRX3_SIGNALS_SECS:-8}
+[[ $SECS =~ ^[1-9][0-9]?$ ]] || { echo "# BBRX3_SIGNALS_SECS='$SECS': want 1-99 seconds"; exit 1; }
+SIG_RATE=20	# Mbit/s
+SIG_RTT=20	# ms
+SIG_BDP=$(bdp_bytes $SIG_RATE $SIG_RTT)
+TRACEFS=
+EV_DIR=
+BUF_KB0=
+NS_INO=
+
+# traced_flow ID SECS [iperf3 args]: one bbrx3 flow with bbrx3_round on;
+# its events (every port of the netns) in $TMPD/ID.ev.
+traced_flow()
+{
+	local id=$1 secs=$2 of
+
+	shift 2
+	trace_start bbrx3_round || { echo "# cannot enable bbrx3_round"; return 1; }
+	flow_run "$id" "${TRACED_CC:-bbrx3}" "$secs" "$@" || return 1
+	of=$(trace_stop "$TMPD/$id.trace")
+	((of == 0)) || log_info "$id: the ring buffer lost $of events"
+	trace_of "$TMPD/$id.trace" bbrx3_round "$NS_INO" >"$TMPD/$id.ev"
+	[[ -z ${BBRX3_SIGNALS_KEEP:-} ]] || cp "$TMPD/$id.ev" "$BBRX3_SIGNALS_KEEP/"
+	[[ -s $TMPD/$id.ev ]] || { echo "# $id: no round event"; return 1; }
+}
+
+# The shallow path's flow serves the first two cases.
+shallow_flow()
+{
+	local c0
+
+	[[ -n $SHALLOW_DONE ]] && return "$SHALLOW_RC"
+	SHALLOW_DONE=1
+	path_bottleneck_at $SIG_RATE $SIG_RTT "$((SIG_BDP / 4))"
+	c0=$(bbrx_stat Bbrx3StartupExitCong "$SND")
+	traced_flow shallow "$SECS"
+	SHALLOW_RC=$?
+	SHALLOW_EXIT_CONG=$(($(bbrx_stat Bbrx3StartupExitCong "$SND") - c0))
+	shape_clear
+	return "$SHALLOW_RC"
+}
+
+# path_bottleneck_at RATE RTT BUF_BYTES [LOSS_PCT]
+path_bottleneck_at()
+{
+	shape_bottleneck "$1" "$3" $4 && shape_delay "$2" "$SIG_BDP"
+}
+
+signals_startup_bound()
+{
+	local res
+
+	shallow_flow
+	check_err $? "shallow flow failed"
+	((SHALLOW_EXIT_CONG > 0))
+	check_err $? "STARTUP did not end on loss (Bbrx3StartupExitCong +$SHALLOW_EXIT_CONG)"
+	# exit: the first round reporting an inflight_hi; then every round up
+	# to the first UP round
+	res=$(awk '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		if (!hi0) { if (v["inflight_hi"] > 0) { hi0 = v["inflight_hi"]; n = NR } next }
+		if (v["phase"] == "UP") { up = NR; exit }
+		if (v["inflight_hi"] > max) max = v["inflight_hi"]
+		k++
+	} END { printf "%d %d %d %d %d\n", hi0, max, k, n, up }' "$TMPD/shallow.ev")
+	read -r HI0 HIMAX K EXIT_ROUND UP_ROUND <<<"$res"
+	((HI0 > 0 && UP_ROUND > 0))
+	check_err $? "no inflight_hi ($HI0) or no UP round ($UP_ROUND) in the shallow flow"
+	((HIMAX <= HI0))
+	check_err $? "inflight_hi rose from $HI0 (set at round $EXIT_ROUND) to $HIMAX before the first probe (round $UP_ROUND)"
+	log_test "inflight_hi set at STARTUP's loss exit holds until the first probe" \
+		"exit at round $EXIT_ROUND with $HI0 packets, max $HIMAX over the $K rounds to the first UP (round $UP_ROUND), $(iperf3_goodput "$TMPD/shallow.json") Mbit/s, $(iperf3_retrans "$TMPD/shallow.json") retransmits"
+}
+
+signals_refill()
+{
+	local res ups bad
+
+	shallow_flow
+	check_err $? "shallow flow failed"
+	res=$(awk '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		p = v["mode"] == "PROBE_BW" ? v["phase"] : v["mode"]
+		if (p == "UP" && prev != "UP") { ups++; if (prev != "REFILL") bad++; seq = seq " " prev ">UP" }
+		prev = p
+	} END { printf "%d %d%s\n", ups, bad, seq }' "$TMPD/shallow.ev")
+	read -r ups bad _ <<<"$res"
+	((ups > 0))
+	check_err $? "no bandwidth probe (UP round) in the shallow flow"
+	((bad == 0))
+	check_err $? "$bad of $ups probes began without a REFILL round:${res#* * }"
+	log_test "every bandwidth probe starts with a REFILL round" "$ups probes"
+}
+
+signals_random_loss()
+{
+	local hi bdp n
+
+	path_bottleneck_at $SIG_RATE $SIG_RTT "$((SIG_BDP * 2))" 0.5
+	hop_per_packet		# netem drops packets, not GSO bursts (last case)
+	traced_flow randloss "$SECS"
+	check_err $? "random-loss flow failed"
+	shape_clear
+	# the second half of the PROBE_BW rounds: inflight_hi (where set) and
+	# the BDP in packets from the round's own bw (bytes/s) and min_rtt
+	n=$(grep -c ' mode=PROBE_BW ' "$TMPD/randloss.ev")
+	grep ' mode=PROBE_BW ' "$TMPD/randloss.ev" | tail -n "$((n - n / 2))" |
+		awk -v mss="$MSS" '{
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			if (v["inflight_hi"] > 0) print v["inflight_hi"], v["bw"] * v["min_rtt_us"] / 1e6 / mss
+		}' >"$TMPD/randloss.hi"
+	hi=0 bdp=0
+	if [[ -s $TMPD/randloss.hi ]]; then
+		hi=$(col_median 1 "$TMPD/randloss.hi")
+		bdp=$(col_median 2 "$TMPD/randloss.hi")
+	fi
+	((n >= 4))
+	check_err $? "only $n PROBE_BW rounds"
+	((hi == 0)) || fcmp "$hi" '>=' "$bdp"
+	check_err $? "median inflight_hi $hi packets below the BDP, $bdp packets, in the last half of $n PROBE_BW rounds"
+	log_test "0.5% random loss does not pin inflight_hi below the BDP" \
+		"median inflight_hi ${hi/#0/unset} vs BDP $bdp packets over the last half of $n PROBE_BW rounds, $(iperf3_goodput "$TMPD/randloss.json") Mbit/s, $(iperf3_retrans "$TMPD/randloss.json") retransmits"
+}
+
+signals_before_init()
+{
+	local socks old c0 enter up
+
+	# the netns default, not -C: iperf3 sets -C after connect(), when
+	# setting it calls .init at once
+	old=$(ip netns exec "$SND" sysctl -n net.ipv4.tcp_congestion_control)
+	ns_sysctl "$SND" net.ipv4.tcp_congestion_control=bbrx3
+	check_err $? "cannot make bbrx3 the sender's default"
+	path_bottleneck_at $SIG_RATE $SIG_RTT "$SIG_BDP"
+	c0=$(bbrx_stat Bbrx3ProbeRttEnter "$SND")
+	TRACED_CC=- traced_flow parallel 2 -P 8
+	check_err $? "parallel flows failed"
+	enter=$(($(bbrx_stat Bbrx3ProbeRttEnter "$SND") - c0))
+	shape_clear
+	ns_sysctl "$SND" net.ipv4.tcp_congestion_control="$old"
+	socks=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^sport=/) s[$i] = 1 } END { print length(s) }' \
+		"$TMPD/parallel.ev")
+	((socks >= 8))
+	check_err $? "round events from $socks sockets, want the 8 streams"
+	((enter == 0))
+	check_err $? "Bbrx3ProbeRttEnter +$enter in 2 s flows of $socks sockets"
+	up=$(cut -d. -f1 /proc/uptime)
+	# State .init has not set says min_rtt was last refreshed at jiffies
+	# 0, which is 300 s after boot (INITIAL_JIFFIES): before that even
+	# such a state cannot have a PROBE_RTT due.
+	((up > 310)) || log_info "uptime ${up} s: a model run before .init would enter PROBE_RTT only after ~305 s"
+	log_test "no PROBE_RTT from state before .init on $socks active opens" \
+		"Bbrx3ProbeRttEnter +$enter at uptime ${up} s"
+}
+
+signals_tso_floor()
+{
+	local margin res n low
+
+	margin=$(bbrx_sysctl_get "$SND" tso_margin)
+	shape_bottleneck $SIG_RATE $((4 * 1024 * 1024))
+	traced_flow tsofloor "$SECS"
+	check_err $? "low-RTT flow failed"
+	shape_clear
+	res=$(awk -v mss="$MSS" -v m="$margin" '/ mode=PROBE_BW / {
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		r = int(v["min_rtt_us"] / 512)
+		want = r < 32 ? m * int(65536 / 2 ^ r / mss) : 0
+		n++
+		if (v["cwnd"] < want) { low++; ex = ex " " v["cwnd"] "<" want "@" v["min_rtt_us"] "us" }
+		if (n == 1 || v["min_rtt_us"] < mr) mr = v["min_rtt_us"]
+	} END { printf "%d %d %d%s\n", n, low, mr, substr(ex, 1, 200) }' "$TMPD/tsofloor.ev")
+	read -r n low MINRTT _ <<<"$res"
+	((n >= 10))
+	check_err $? "only $n PROBE_BW rounds"
+	((low * 10 <= n))
+	check_err $? "cwnd under tso_margin x the min_rtt allowance in $low of $n PROBE_BW rounds:${res#* * * }"
+	log_test "low-RTT cwnd keeps room for tso_margin full bursts" \
+		"$low of $n PROBE_BW rounds under the floor, min_rtt ${MINRTT} us, $(iperf3_goodput "$TMPD/tsofloor.json") Mbit/s"
+}
+
+signals_ecn_once()
+{
+	local c0 cuts want ecn0 ecn3
+
+	ecn0=$(ip netns exec "$SND" sysctl -n net.ipv4.tcp_ecn)
+	ecn3=$(bbrx_sysctl_get "$SND" bbrx3_ecn)
+	shape_ce_marker 100 1ms && shape_delay 3 &&
+		ns_sysctl "$SND" net.ipv4.tcp_ecn=1 && bbrx_sysctl_set "$SND" bbrx3_ecn 1
+	check_err $? "cannot set up the CE-marking path"
+	c0=$(bbrx_stat Bbrx3InflightLoEcn "$SND")
+	traced_flow ecn "$SECS"
+	check_err $? "ECN flow failed"
+	cuts=$(($(bbrx_stat Bbrx3InflightLoEcn "$SND") - c0))
+	shape_clear
+	ns_sysctl "$SND" net.ipv4.tcp_ecn="$ecn0"
+	bbrx_sysctl_set "$SND" bbrx3_ecn "$ecn3"
+	want=$(awk -v gate="$(bbrx_sysctl_get "$SND" bbrx3_ecn_max_rtt_us)" '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		probing = v["mode"] == "STARTUP" ||
+			  (v["mode"] == "PROBE_BW" && (v["phase"] == "REFILL" || v["phase"] == "UP"))
+		if (v["ce"] > 0 && !probing && (gate == 0 || v["min_rtt_us"] <= gate)) n++
+	} END { print n + 0 }' "$TMPD/ecn.ev")
+	((cuts == want && want > 0))
+	check_err $? "Bbrx3InflightLoEcn +$cuts, rounds with CE that adapt the lower bounds: $want"
+	log_test "inflight_lo cut once per CE-marked round" \
+		"$cuts cuts, $want such rounds of $(wc -l <"$TMPD/ecn.ev"), $(iperf3_goodput "$TMPD/ecn.json") Mbit/s"
+}
+
+signals_cleanup()
+{
+	[[ -n $EV_DIR && -d $EV_DIR ]] && echo 0 >"$EV_DIR/enable"
+	[[ -n $TRACEFS ]] && : >"$TRACEFS/trace"
+	[[ -n $BUF_KB0 ]] && echo "$BUF_KB0" >"$TRACEFS/buffer_size_kb"
+}
+
+require_command iperf3 jq tc
+require_qdisc fq_codel
+require_bbrx
+tracefs_find trace || ksft_exit_skip "no tracefs"
+EV_DIR=$TRACEFS/events/bbrx
+[[ -d $EV_DIR ]] || { echo "# $EV_DIR missing: tcp_bbrx has no trace events"; exit 1; }
+require_topo
+iperf3_server_start || exit 1
+trap 'signals_cleanup; cleanup' EXIT
+NS_INO=$(netns_ino "$SND")
+BUF_KB0=$(awk '{ print $1; exit }' "$TRACEFS/buffer_size_kb")
+echo 8192 >"$TRACEFS/buffer_size_kb"
+
+tests_run
+tests_done
+exit $EXIT_STATUS

@@ -85,8 +85,12 @@ static struct bbrx_param bbrx_params[] = {
 	BBRX_PARAM(bbrx3_beta, 700, 100, 1000),
 	/* inflight_hi share left free for other flows in CRUISE (0.15) */
 	BBRX_PARAM(bbrx3_headroom, 150, 0, 500),
-	/* 1: CE marks (ECN-capable connections) cut inflight; 0: ignored */
-	BBRX_PARAM(bbrx3_ecn, 1, 0, 1),
+	/*
+	 * 1: CE marks (ECN-capable connections) cut inflight; 0: ignored.
+	 * Off by default: the v3 release reacts to CE only where the operator
+	 * opts in (its per-route low-latency ECN flag)
+	 */
+	BBRX_PARAM(bbrx3_ecn, 0, 0, 1),
 	/* CE-marked share of a sample that means too high (release: 50%) */
 	BBRX_PARAM(bbrx3_ecn_thresh, 500, 1, 1000),
 	/* ECN used only while min_rtt <= this, usec; 0 any (release: 5 ms) */

@@ -15,8 +15,8 @@
 # a stock one: ECE stays set until the sender's CWR (RFC 3168), so a mark
 # reads as up to a round of marks.
 # Modes alternate, BBRX3_ECN_REPS (2) flows of BBRX3_ECN_SECS (8 s) each,
-# a ping at 10 Hz in each: bbrx3 with bbrx3_ecn 1 (default) and bbrx3 with
-# bbrx3_ecn 0; BBRX3_ECN_MODES="ecn1 ecn0 cubic" (make check-full) adds
+# a ping at 10 Hz in each: bbrx3 with bbrx3_ecn 1 and bbrx3 with
+# bbrx3_ecn 0 (default); BBRX3_ECN_MODES="ecn1 ecn0 cubic" (make check-full) adds
 # cubic (classic ECN response) for reference.
 # Asserts: the ECN counters (Bbrx3InflightHiEcn + Bbrx3InflightLoEcn) move
 # in every ecn 1 flow and never with ecn 0; the median ping under load with
@@ -71,7 +71,7 @@ measure()
 			run_mode "$m" "$rep"
 		done
 	done
-	bbrx_sysctl_set "$SND" bbrx3_ecn 1
+	bbrx_sysctl_set "$SND" bbrx3_ecn 0	# the default
 	for m in $MODES; do
 		for k in GP RTX PING; do
 			local -n a=$k

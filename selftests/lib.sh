@@ -161,7 +161,7 @@ lt_bw 1 0 1
 bbrx3_loss_thresh 20 1 500
 bbrx3_beta 700 100 1000
 bbrx3_headroom 150 0 500
-bbrx3_ecn 1 0 1
+bbrx3_ecn 0 0 1
 bbrx3_ecn_thresh 500 1 1000
 bbrx3_ecn_max_rtt_us 5000 0 10000000
 bbrx3_probe_rtt_win_ms 5000 100 10000"

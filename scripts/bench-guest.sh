@@ -14,6 +14,8 @@
 #                     (bench-matrix.sh)
 #   BBRX_BENCH_REPS   repetitions per arm (default 3)
 #   BBRX_BENCH_ARMS   only these arms (scripts/bench's ARMS)
+#   BBRX_BENCH_BASE   1: load ./tcp_bbrx3base.ko too (scripts/bench's
+#                     BENCH_BASE), for the bbrx3base arms
 #   BBRX_BENCH_STEP   number of this scenario's first step in the whole run,
 #   BBRX_BENCH_STEPS  and the total, for the "[i/N]" progress lines
 #   VM_OUT            output directory (vm-run copies it back to the host)
@@ -38,6 +40,7 @@ source ./lib_hooks.sh
 BENCH_QUICK=${BBRX_BENCH_QUICK:-0}
 BENCH_REPS=${BBRX_BENCH_REPS:-3}
 BENCH_ARMS=${BBRX_BENCH_ARMS:-}
+BENCH_BASE_ARMS=${BBRX_BENCH_BASE:-0}
 # shellcheck source=bench-matrix.sh
 source ./bench-matrix.sh
 
@@ -413,6 +416,9 @@ write_meta()
 
 require_command iperf3 jq tc ss ip ping
 load_module "$@"
+if ((BENCH_BASE_ARMS)) && ! grep -qw bbrx3base /proc/sys/net/ipv4/tcp_available_congestion_control; then
+	insmod ./tcp_bbrx3base.ko || { echo "# bench: insmod tcp_bbrx3base.ko failed" >&2; FAILS_ALL=$((FAILS_ALL + 1)); }
+fi
 for s in "$@"; do
 	scenario_init "$s"
 	if ! setup; then

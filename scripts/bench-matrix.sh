@@ -6,7 +6,8 @@
 # guest (scripts/bench-guest.sh, to run them), so both agree on what a step
 # is.  Definitions only: no side effects.
 #
-# Usage: BENCH_QUICK=0|1|2 BENCH_REPS=N [BENCH_ARMS="ARM..."] source bench-matrix.sh
+# Usage: BENCH_QUICK=0|1|2 BENCH_REPS=N [BENCH_ARMS="ARM..."] [BENCH_BASE_ARMS=1]
+#        source bench-matrix.sh
 #
 # BENCH_QUICK selects the form: 0 the full matrix, 1 the short one (QUICK=1,
 # every scenario with fewer paths and arms), 2 the smoke form of `make check`
@@ -27,6 +28,7 @@
 BENCH_QUICK=${BENCH_QUICK:-0}
 BENCH_REPS=${BENCH_REPS:-3}
 BENCH_ARMS=${BENCH_ARMS:-}	# non-empty: only these arms
+BENCH_BASE_ARMS=${BENCH_BASE_ARMS:-0}	# 1: bbrx3base's arms too
 
 # In the order they run; the hook-free scenarios first.
 BENCH_SCENARIOS="bottleneck shallow policer ecn gso2 fair fidelity autocork tsq rcvbuf delack"
@@ -118,7 +120,24 @@ bench_arms()
 		echo
 		return
 	fi
+	echo "$(bench_own_arms "$1")$(bench_base_arms "$1")"
+}
 
+# bench_base_arms SCEN: with BENCH_BASE_ARMS=1 (scripts/bench's BENCH_BASE),
+# bbrx3base's arms where bbrx3's goals are measured: the reference build of
+# scripts/bench-base, beside today's bbrx3 in the same boot.
+bench_base_arms()
+{
+	((BENCH_BASE_ARMS)) || return 0
+	case $1 in
+	shallow|policer) echo " bbrx3base" ;;
+	fair) echo " bbrx3base+cubic bbrx3base+bbrx3base" ;;
+	esac
+}
+
+# bench_own_arms SCEN: the arms of the scenario in this form.
+bench_own_arms()
+{
 	# Smoke: the arms the goals compare (a goal without them reads "no
 	# data"), elsewhere one arm, bbrx with its policy or knobs set (the
 	# sysctl path; gso2's two at once).

@@ -6,7 +6,8 @@
 # round's end, before that round's own cuts).  Each case checks one rule of
 # Google's BBRv3 release (github.com/google/bbr, branch v3, tcp_bbr.c) that
 # module/bbr3.c follows; the module before each rule was kept fails its case
-# (docs/results/2026-12-03-bbrx3-signals.md).  Paths: SND -> RTR -> RCV,
+# (docs/results/2026-12-03-bbrx3-signals.md), except signals_random_loss,
+# which guards the first rule from the other side (a bound pinned too low).  Paths: SND -> RTR -> RCV,
 # the rate and buffer on the router, the delay on the ACK path.
 #
 #   signals_startup_bound  20 Mbit/s, 20 ms, a 0.25 x BDP buffer, one
@@ -73,6 +74,9 @@ TRACEFS=
 EV_DIR=
 BUF_KB0=
 NS_INO=
+SHALLOW_DONE=		# the shallow flow ran (shared by two cases)
+SHALLOW_RC=1
+SHALLOW_EXIT_CONG=0
 
 # traced_flow ID SECS [iperf3 args]: one bbrx3 flow with bbrx3_round on;
 # its events (every port of the netns) in $TMPD/ID.ev.

@@ -70,9 +70,6 @@ SECS=${BBRX3_SIGNALS_SECS:-8}
 SIG_RATE=20	# Mbit/s
 SIG_RTT=20	# ms
 SIG_BDP=$(bdp_bytes $SIG_RATE $SIG_RTT)
-TRACEFS=
-EV_DIR=
-BUF_KB0=
 NS_INO=
 SHALLOW_DONE=		# the shallow flow ran (shared by two cases)
 SHALLOW_RC=1
@@ -277,25 +274,13 @@ signals_ecn_once()
 		"$cuts cuts, $want such rounds of $(wc -l <"$TMPD/ecn.ev"), $(iperf3_goodput "$TMPD/ecn.json") Mbit/s"
 }
 
-signals_cleanup()
-{
-	[[ -n $EV_DIR && -d $EV_DIR ]] && echo 0 >"$EV_DIR/enable"
-	[[ -n $TRACEFS ]] && : >"$TRACEFS/trace"
-	[[ -n $BUF_KB0 ]] && echo "$BUF_KB0" >"$TRACEFS/buffer_size_kb"
-}
-
 require_command iperf3 jq tc
 require_qdisc fq_codel
 require_bbrx
-tracefs_find trace || ksft_exit_skip "no tracefs"
-EV_DIR=$TRACEFS/events/bbrx
-[[ -d $EV_DIR ]] || { echo "# $EV_DIR missing: tcp_bbrx has no trace events"; exit 1; }
+bbrx_events_setup 8192
 require_topo
 iperf3_server_start || exit 1
-trap 'signals_cleanup; cleanup' EXIT
 NS_INO=$(netns_ino "$SND")
-BUF_KB0=$(awk '{ print $1; exit }' "$TRACEFS/buffer_size_kb")
-echo 8192 >"$TRACEFS/buffer_size_kb"
 
 tests_run
 tests_done

@@ -56,9 +56,6 @@ ROUND_SECS=${BBRX_TRACE_SECS:-4}
 ROUND_RATE=5	# Mbit/s
 ROUND_BUF=4542	# bytes: 3 full frames
 HOOK_SECS=2
-TRACEFS=
-EV_DIR=
-BUF_KB0=
 
 # bbrx3_hi_count: times bbrx3 set inflight_hi in the sender's netns.
 bbrx3_hi_count()
@@ -272,26 +269,14 @@ trace_hooks()
 	log_test "hook events equal their counters, nothing when disabled" "${HOOK_MSG%; }"
 }
 
-trace_cleanup()
-{
-	[[ -n $EV_DIR && -d $EV_DIR ]] && echo 0 >"$EV_DIR/enable"
-	[[ -n $TRACEFS ]] && : >"$TRACEFS/trace"
-	[[ -n $BUF_KB0 ]] && echo "$BUF_KB0" >"$TRACEFS/buffer_size_kb"
-}
-
 require_command iperf3 jq tc
 require_bbrx
-tracefs_find trace || ksft_exit_skip "no tracefs"
-EV_DIR=$TRACEFS/events/bbrx
-[[ -d $EV_DIR ]] || { echo "# $EV_DIR missing: tcp_bbrx has no trace events"; exit 1; }
+# Large enough for every decision of a 2 s flow (tsq's run to ~60k events).
+bbrx_events_setup 16384
 # shellcheck disable=SC2046  # hook names
 require_hooks $(hooks_usable autocork tsq rcvbuf rcvbuf_grow delack)
 require_topo
 iperf3_server_start || exit 1
-trap 'trace_cleanup; cleanup' EXIT
-# Large enough for every decision of a 2 s flow (tsq's run to ~60k events).
-BUF_KB0=$(awk '{ print $1; exit }' "$TRACEFS/buffer_size_kb")
-echo 16384 >"$TRACEFS/buffer_size_kb"
 
 tests_run
 tests_done

@@ -1394,8 +1394,32 @@ tracefs_find()
 	return 1
 }
 
-# bbrx's trace events: the caller sets TRACEFS (tracefs_find) and EV_DIR
-# ($TRACEFS/events/bbrx).
+# bbrx's trace events.
+TRACEFS=
+EV_DIR=
+BUF_KB0=
+
+# bbrx_events_setup KB: TRACEFS and EV_DIR ($TRACEFS/events/bbrx) set, a
+# ring buffer of KB per CPU (the old size restored on exit, with every bbrx
+# event off and the buffer emptied). Skips without tracefs; fails without
+# the module's events.
+bbrx_events_setup()
+{
+	tracefs_find trace || ksft_exit_skip "no tracefs"
+	EV_DIR=$TRACEFS/events/bbrx
+	[[ -d $EV_DIR ]] || { echo "# $EV_DIR missing: tcp_bbrx has no trace events"; exit 1; }
+	trap 'bbrx_events_cleanup; cleanup' EXIT
+	BUF_KB0=$(awk '{ print $1; exit }' "$TRACEFS/buffer_size_kb")
+	echo "$1" >"$TRACEFS/buffer_size_kb"
+}
+
+bbrx_events_cleanup()
+{
+	[[ -n $EV_DIR && -d $EV_DIR ]] && echo 0 >"$EV_DIR/enable"
+	[[ -n $TRACEFS ]] && : >"$TRACEFS/trace"
+	[[ -n $BUF_KB0 ]] && echo "$BUF_KB0" >"$TRACEFS/buffer_size_kb"
+}
+
 # trace_start EVENT...: empty ring buffer, only these bbrx events on.
 trace_start()
 {

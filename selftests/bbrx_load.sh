@@ -58,6 +58,22 @@ helper()
 		"$SINK_PORT" "$bytes"
 }
 
+# on_demand_select CC: with tcp_bbrx unloaded, setsockopt(TCP_CONGESTION,
+# CC) loads it (an installed module only: not with BBRX_KO).
+on_demand_select()
+{
+	local cc
+
+	if ! bbrx_on_demand; then
+		log_info "on-demand load by $1 not checked: BBRX_KO=$BBRX_KO is not installed"
+		return
+	fi
+	cc=$(helper "$1" "$RCV_IP4")
+	check_err $? "setsockopt(TCP_CONGESTION, $1) with the module unloaded failed"
+	[[ $cc == "$1" ]]
+	check_err $? "getsockopt says '$cc' after on-demand load by $1"
+}
+
 # helper_bg_check CC DST: hold a connection open and check what ss says
 # about it: the cc name and the bbr:(...) info.  Prints the ss line.
 helper_bg_check()
@@ -247,13 +263,8 @@ select_setsockopt()
 	if bbrx_on_demand; then
 		module_unload
 		check_err $? "tcp_bbrx could not be unloaded"
-		cc=$(helper bbrx "$RCV_IP4")
-		check_err $? "setsockopt(TCP_CONGESTION, bbrx) with the module unloaded failed"
-		[[ $cc == bbrx ]]
-		check_err $? "getsockopt says '$cc' after on-demand load"
-	else
-		log_info "on-demand load by setsockopt not checked: BBRX_KO=$BBRX_KO is not installed"
 	fi
+	on_demand_select bbrx
 
 	log_test "selection by setsockopt(TCP_CONGESTION, \"bbrx\") (IPv4, IPv6)"
 }
@@ -326,14 +337,7 @@ bbrx3_select()
 	module_unload 15
 	check_err $? "rmmod still refused 15 s after the bbrx3 socket closed"
 
-	if bbrx_on_demand; then
-		cc=$(helper bbrx3 "$RCV_IP4")
-		check_err $? "setsockopt(TCP_CONGESTION, bbrx3) with the module unloaded failed"
-		[[ $cc == bbrx3 ]]
-		check_err $? "getsockopt says '$cc' after on-demand load by bbrx3"
-	else
-		log_info "on-demand load by bbrx3 not checked: BBRX_KO=$BBRX_KO is not installed"
-	fi
+	on_demand_select bbrx3
 	module_ensure_loaded
 	log_test "bbrx3 beside bbrx: setsockopt, route, netns default, ss -ti, on-demand load, rmmod refused while in use"
 }

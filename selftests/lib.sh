@@ -442,16 +442,27 @@ ns_kill_all()
 	[[ -n $pids ]] && kill -9 $pids 2>/dev/null
 }
 
+# netif_part DEV PART: one part of a NIC's state, as netif_save keeps it:
+# features (ethtool -k), gso (gso_max_size/segs), qdisc, addr (global).
+netif_part()
+{
+	case $2 in
+	features) ethtool -k "$1" 2>/dev/null ;;
+	gso) ip -d link show dev "$1" | grep -o 'gso_max_[a-z]* [0-9]*' ;;
+	qdisc) tc qdisc show dev "$1" ;;
+	addr) ip -o addr show dev "$1" scope global ;;
+	esac
+}
+
 # netif_save DEV: what the NIC has before a test changes it (offloads,
 # GSO limits, qdiscs, addresses, up state), in $TMPD/netif-DEV.*.
 netif_save()
 {
-	local dev=$1 f=$TMPD/netif-$1
+	local dev=$1 f=$TMPD/netif-$1 p
 
-	ethtool -k "$dev" >"$f.features" 2>/dev/null
-	ip -d link show dev "$dev" | grep -o 'gso_max_[a-z]* [0-9]*' >"$f.gso"
-	tc qdisc show dev "$dev" >"$f.qdisc"
-	ip -o addr show dev "$dev" scope global >"$f.addr"
+	for p in features gso qdisc addr; do
+		netif_part "$dev" "$p" >"$f.$p"
+	done
 	ip -o link show dev "$dev" | grep -q '[<,]UP[,>]' && echo up >"$f.up"
 	return 0
 }
@@ -459,10 +470,10 @@ netif_save()
 # netif_state DEV: the state netif_save keeps, as one text (to compare).
 netif_state()
 {
-	ethtool -k "$1" 2>/dev/null
-	ip -d link show dev "$1" | grep -o 'gso_max_[a-z]* [0-9]*'
-	tc qdisc show dev "$1"
-	ip -o addr show dev "$1" scope global | awk '{ print $3, $4 }'
+	netif_part "$1" features
+	netif_part "$1" gso
+	netif_part "$1" qdisc
+	netif_part "$1" addr | awk '{ print $3, $4 }'
 }
 
 # netif_restore_saved DEV: give the NIC, back in this netns, what
@@ -477,7 +488,7 @@ netif_restore_saved()
 	# dependencies. "off [requested on]": the request is what is set (the
 	# device or another feature keeps it off).
 	for _ in 1 2; do
-		now=$(ethtool -k "$dev" 2>/dev/null)
+		now=$(netif_part "$dev" features)
 		[[ $now == "$(cat "$f.features")" ]] && break
 		while IFS= read -r line; do
 			[[ $'\n'$now$'\n' == *$'\n'"$line"$'\n'* ]] && continue

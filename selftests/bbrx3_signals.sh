@@ -23,6 +23,25 @@
 #        bbr_start_bw_probe_refill(), also when a probe stopped at
 #        inflight_hi without loss and re-probes at once), and at least one
 #        probe happened.
+#   signals_startup_aggr   20 Mbit/s, 20 ms, a 4 x BDP buffer (STARTUP
+#        ends on its bandwidth plateau, not on loss), ACKs released in
+#        10 ms slots (ACK aggregation): a 2 s flow with extra_acked_gain 0,
+#        then one with the default.  STARTUP's last cwnd over cwnd_gain x
+#        BDP is at least 10% higher with the allowance: the release adds
+#        bbr_ack_aggregation_cwnd() to the target in STARTUP too, over a
+#        one-round window while the bw estimate still doubles.
+#   signals_undo           20 Mbit/s, 20 ms, the router sending one in
+#        20 packets 10 ms ahead of the rest, the sender's RACK window fixed
+#        at min_rtt / 4 (tcp_recovery 3, so the reordering keeps reading as
+#        loss), SECS: TCP marks packets lost, retransmits, then undoes the
+#        episode on the DSACKs.  kprobe events on bbrx3_ssthresh (an episode
+#        begins; the model saves inflight_hi) and bbrx3_undo_cwnd share the
+#        ring buffer with the round events.  Every undo whose episode showed
+#        a lower inflight_hi in a round event is followed by a round whose
+#        inflight_hi is back at least to the episode's first round's (unset
+#        counts as above all), and there is at least one such undo (up to
+#        three flows until one has).  The release's bbr_undo_cwnd() takes the
+#        max with the saved bounds.
 #   signals_ecn_once       100 Mbit/s into one fq_codel queue marking CE
 #        above 1 ms, 3 ms RTT (inside bbrx3_ecn_max_rtt_us), sender
 #        tcp_ecn 1, bbrx3_ecn 1, SECS: Bbrx3InflightLoEcn moved exactly
@@ -58,9 +77,11 @@
 ALL_TESTS="
 	signals_startup_bound
 	signals_refill
+	signals_startup_aggr
 	signals_before_init
 	signals_tso_floor
 	signals_ecn_once
+	signals_undo
 	signals_random_loss
 "
 source "$(dirname "$0")/lib.sh"
@@ -157,6 +178,116 @@ signals_refill()
 	((bad == 0))
 	check_err $? "$bad of $ups probes began without a REFILL round:${res#* * }"
 	log_test "every bandwidth probe starts with a REFILL round" "$ups probes"
+}
+
+# startup_cwnd_ratio EVFILE: STARTUP's last round, cwnd over cwnd_gain x
+# BDP (bw x min_rtt of that round, in packets); 0 without such a round.
+startup_cwnd_ratio()
+{
+	awk -v mss="$MSS" '/ mode=STARTUP / {
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		want = v["cwnd_gain"] / 256 * v["bw"] * v["min_rtt_us"] / 1e6 / mss
+		r = want > 0 ? v["cwnd"] / want : 0
+	} END { printf "%.3f\n", r }' "$1"
+}
+
+signals_startup_aggr()
+{
+	local gain0 off on
+
+	gain0=$(bbrx_sysctl_get "$SND" extra_acked_gain)
+	shape_bottleneck $SIG_RATE "$((SIG_BDP * 4))" && shape_ack_slots $SIG_RTT 10
+	check_err $? "cannot set up the ACK-aggregating path"
+	bbrx_sysctl_set "$SND" extra_acked_gain 0 &&
+		traced_flow aggr-off 2
+	check_err $? "flow without the aggregation allowance failed"
+	bbrx_sysctl_set "$SND" extra_acked_gain "$gain0" &&
+		traced_flow aggr-on 2
+	check_err $? "flow with the aggregation allowance failed"
+	shape_clear
+	off=$(startup_cwnd_ratio "$TMPD/aggr-off.ev")
+	on=$(startup_cwnd_ratio "$TMPD/aggr-on.ev")
+	fcmp "$off" '>' 0 && fcmp "$on" '>' 0
+	check_err $? "no STARTUP round with a bw and min_rtt (off $off, on $on)"
+	fcmp "$on" '>=' "$(awk -v o="$off" 'BEGIN { print o * 1.1 }')"
+	check_err $? "STARTUP's cwnd over cwnd_gain x BDP: $on with the allowance, $off without: want +10%"
+	log_test "STARTUP's cwnd carries the ACK-aggregation allowance" \
+		"last STARTUP cwnd / (cwnd_gain x BDP): $on with extra_acked_gain $gain0, $off with 0, ACKs in 10 ms slots"
+}
+
+# undo_kprobes add|del: entry kprobe events on bbrx3's .ssthresh and
+# .undo_cwnd, group bbrxsig (removed again at exit).
+undo_kprobes()
+{
+	local fn
+
+	for fn in bbrx3_ssthresh bbrx3_undo_cwnd; do
+		if [[ $1 == add ]]; then
+			echo "p:bbrxsig/$fn tcp_bbrx:$fn" >>"$TRACEFS/kprobe_events" ||
+				{ echo "# kprobe event on tcp_bbrx:$fn refused"; return 1; }
+		else
+			echo 0 >"$TRACEFS/events/bbrxsig/$fn/enable" 2>/dev/null
+			echo "-:bbrxsig/$fn" >>"$TRACEFS/kprobe_events" 2>/dev/null
+		fi
+	done
+	[[ $1 == del ]] || echo 1 >"$TRACEFS/events/bbrxsig/enable"
+}
+
+# undo_episodes TRACE: "undos cut bad examples" from the ring buffer's
+# order: saved = inflight_hi of the first round after an episode began;
+# "cut" if a later round of it shows less; the first round after its undo
+# must show saved again (unset counts as above all).
+undo_episodes()
+{
+	awk -v ns=" netns=$NS_INO " '
+		/ bbrx3_ssthresh: / { ep = 1; saved = -1; cut = 0; next }
+		/ bbrx3_undo_cwnd: / {
+			if (ep && saved >= 0) { pending = 1; want = saved; wascut = cut }
+			n++; ep = 0; next
+		}
+		/ bbrx3_round: / && index($0, ns) {
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			hi = v["inflight_hi"] == 0 ? 4294967295 : v["inflight_hi"]
+			if (pending && wascut) {
+				cuts++
+				if (hi < want) { bad++; ex = ex " " want ">" hi }
+			}
+			pending = 0
+			if (ep) { if (saved < 0) saved = hi; else if (hi < saved) cut = 1 }
+		}
+		END { printf "%d %d %d%s\n", n, cuts, bad, substr(ex, 1, 200) }' "$1"
+}
+
+signals_undo()
+{
+	local rec0 res try undos=0 cuts=0 bad=0 ex= u c b e
+
+	rec0=$(ip netns exec "$SND" sysctl -n net.ipv4.tcp_recovery)
+	shape_reorder $SIG_RATE "$((SIG_RTT / 2))" 25 5 &&
+		shape_delay "$((SIG_RTT / 2))" "$SIG_BDP" &&
+		ns_sysctl "$SND" net.ipv4.tcp_recovery=3
+	check_err $? "cannot set up the reordering path"
+	undo_kprobes add
+	check_err $? "cannot add the kprobe events"
+	# A cut needs a probe that meets the reordering: a flow may have none
+	# (1-5 in 8 s), so up to three flows until one has.
+	for ((try = 1; RET == 0 && try <= 3 && cuts == 0; try++)); do
+		traced_flow undo$try "$SECS"
+		check_err $? "reordering flow failed"
+		res=$(undo_episodes "$TMPD/undo$try.trace")
+		read -r u c b e <<<"$res"
+		undos=$((undos + u)) cuts=$((cuts + c)) bad=$((bad + b))
+		ex+=${res#* * * }
+	done
+	undo_kprobes del
+	shape_clear
+	ns_sysctl "$SND" net.ipv4.tcp_recovery="$rec0"
+	((cuts > 0))
+	check_err $? "no undone episode that had cut inflight_hi ($undos undos in $((try - 1)) flows)"
+	((bad == 0))
+	check_err $? "$bad of $cuts undos left inflight_hi cut (saved>after, unset 4294967295):$ex"
+	log_test "an undo gives inflight_hi back what the episode took" \
+		"$cuts of $undos undos in $((try - 1)) flows followed a cut, $(iperf3_goodput "$TMPD/undo1.json") Mbit/s and $(iperf3_retrans "$TMPD/undo1.json") retransmits in the first"
 }
 
 signals_random_loss()
@@ -275,9 +406,10 @@ signals_ecn_once()
 }
 
 require_command iperf3 jq tc
-require_qdisc fq_codel
+require_qdisc fq_codel netem
 require_bbrx
 bbrx_events_setup 8192
+trap 'undo_kprobes del; bbrx_events_cleanup; cleanup' EXIT
 require_topo
 iperf3_server_start || exit 1
 NS_INO=$(netns_ino "$SND")

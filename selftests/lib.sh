@@ -917,6 +917,29 @@ shape_delay()
 	tc -n "$RCV" qdisc add dev "$RCV_IF" root netem delay "${ms}ms" limit "$limit"
 }
 
+# shape_ack_slots RTT_MS SLOT_MS: shape_delay's netem on the ACK path,
+# releasing what it holds in one burst per SLOT_MS (netem slot): the ACK
+# aggregation of a Wi-Fi or DOCSIS hop.
+shape_ack_slots()
+{
+	tc -n "$RCV" qdisc del dev "$RCV_IF" root 2>/dev/null
+	tc -n "$RCV" qdisc add dev "$RCV_IF" root netem delay "${1}ms" \
+		slot "${2}ms" "${2}ms" limit 10000
+}
+
+# shape_reorder RATE_MBIT DELAY_MS PCT GAP: the router's egress toward the
+# receiver at RATE (htb) through a netem that delays packets DELAY_MS but
+# sends every GAPth one at once, ahead of the others, with PCT% chance.
+shape_reorder()
+{
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: htb default 1 &&
+	tc -n "$RTR" class add dev "$RTR_IF_R" parent 1: classid 1:1 \
+		htb rate "${1}mbit" ceil "${1}mbit" burst 15140 cburst 15140 &&
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" parent 1:1 handle 10: \
+		netem delay "${2}ms" reorder "$3%" gap "$4" limit 1000
+}
+
 # shape_policer RATE_MBIT BURST_BYTES: a token-bucket policer (tc police,
 #   exceeding packets dropped, no queue) on the router's egress toward the
 #   receiver, in a clsact of its own beside any root qdisc.  Needs

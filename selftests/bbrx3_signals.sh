@@ -221,13 +221,14 @@ undo_kprobes()
 {
 	local fn
 
+	[[ $1 == add || -d $TRACEFS/events/bbrxsig ]] || return 0
 	for fn in bbrx3_ssthresh bbrx3_undo_cwnd; do
 		if [[ $1 == add ]]; then
 			echo "p:bbrxsig/$fn tcp_bbrx:$fn" >>"$TRACEFS/kprobe_events" ||
 				{ echo "# kprobe event on tcp_bbrx:$fn refused"; return 1; }
 		else
-			echo 0 >"$TRACEFS/events/bbrxsig/$fn/enable" 2>/dev/null
-			echo "-:bbrxsig/$fn" >>"$TRACEFS/kprobe_events" 2>/dev/null
+			{ echo 0 >"$TRACEFS/events/bbrxsig/$fn/enable"; } 2>/dev/null
+			{ echo "-:bbrxsig/$fn" >>"$TRACEFS/kprobe_events"; } 2>/dev/null
 		fi
 	done
 	[[ $1 == del ]] || echo 1 >"$TRACEFS/events/bbrxsig/enable"

@@ -6,9 +6,11 @@
 # values are per network namespace.  In a netns owned by an unprivileged
 # user namespace (unshare -Urn) its root may tune bbrx's model knobs but not
 # the hook policies (EPERM, value unchanged): they arm hooks every netns
-# shares.
+# shares.  The knobs are exactly those of lib.sh's tables (names read from
+# the loaded module), checked against its defaults and ranges.
 
 ALL_TESTS="
+	sysctl_names_match
 	sysctl_present_defaults
 	sysctl_reject_invalid
 	sysctl_accept_valid
@@ -18,6 +20,7 @@ ALL_TESTS="
 source "$(dirname "$0")/lib.sh"
 
 SYSDIR=/proc/sys/net/ipv4/bbrx
+POLICIES=$(bbrx_policy_names)
 
 # sysctl_write NS NAME VALUE: write VALUE (plus newline, as echo does) to the
 # proc file in NS.  Prints the shell's error, returns the write status.
@@ -35,20 +38,40 @@ sysctl_read()
 	ip netns exec "$ns" cat "$SYSDIR/$name"
 }
 
+# sysctl_names_match: the files of $SYSDIR (the loaded module's knobs) are
+# the names of BBRX_SYSCTL_TABLE and BBRX_POLICY_TABLE (lib.sh), no more,
+# no fewer.
+sysctl_names_match()
+{
+	local mod tab missing extra dup
+
+	mod=$(ip netns exec "$SND" ls "$SYSDIR" | sort)
+	tab=$(awk '{ print $1 }' <<<"$BBRX_SYSCTL_TABLE
+$BBRX_POLICY_TABLE" | sort)
+	[[ -n $mod ]]
+	check_err $? "no file in $SYSDIR"
+	missing=$(comm -13 <(echo "$mod") <(uniq <<<"$tab") | paste -sd ' ')
+	extra=$(comm -23 <(echo "$mod") <(uniq <<<"$tab") | paste -sd ' ')
+	dup=$(uniq -d <<<"$tab" | paste -sd ' ')
+	[[ -z $missing$extra$dup ]]
+	check_err $? "$(printf '%s' \
+		"${missing:+in the tables of lib.sh, not in tcp_bbrx: $missing; }" \
+		"${extra:+in tcp_bbrx, no row in BBRX_SYSCTL_TABLE or BBRX_POLICY_TABLE (lib.sh): $extra; }" \
+		"${dup:+two rows in the tables of lib.sh: $dup; }")in $SYSDIR: $(paste -sd ' ' <<<"$mod")"
+	log_test "the module's knobs are those of lib.sh's tables" "$(wc -l <<<"$mod") knobs"
+}
+
 sysctl_present_defaults()
 {
-	local name def min max v extra
+	local name def min max v
 
 	while read -r name def min max; do
 		v=$(sysctl_read "$SND" "$name" 2>/dev/null)
 		check_err $? "$SYSDIR/$name missing"
 		[[ $v == "$def" ]]
 		check_err $? "$name is '$v' in a new netns, default is $def"
-	done <<<"$BBRX_SYSCTL_TABLE"
-
-	extra=$(ip netns exec "$SND" ls "$SYSDIR" |
-		grep -vxF -f <(awk '{ print $1 }' <<<"$BBRX_SYSCTL_TABLE") | tr '\n' ' ')
-	[[ -n $extra ]] && log_info "other bbrx sysctls (not covered here): $extra"
+	done <<<"$BBRX_SYSCTL_TABLE
+$BBRX_POLICY_TABLE"
 	log_test "every net.ipv4.bbrx sysctl exists and starts at its default"
 }
 
@@ -154,17 +177,18 @@ sysctl_userns_policies()
 	fi
 	# One shell in the new namespaces: a knob write, then each policy
 	# write (its error and the value read back), one line each.
+	# shellcheck disable=SC2016,SC2086  # expanded by the inner shell; a list
 	out=$(unshare -Urn bash -c '
 		d=/proc/sys/net/ipv4/bbrx
 		echo 3000 2>&1 > $d/high_gain && echo "high_gain ok $(cat $d/high_gain)"
-		for p in autocork tsq rcvbuf delack; do
+		for p in "$@"; do
 			err=$(echo 1 2>&1 > $d/$p) && err=accepted
 			echo "$p ${err##*: } $(cat $d/$p)"
-		done' 2>&1)
+		done' _ $POLICIES 2>&1)
 	log_info "in unshare -Urn: $(paste -sd';' <<<"$out")"
 	[[ $out == *"high_gain ok 3000"* ]]
 	check_err $? "the netns owner could not set high_gain"
-	for pol in autocork tsq rcvbuf delack; do
+	for pol in $POLICIES; do
 		grep -qx "$pol Operation not permitted 0" <<<"$out" || bad+=" $pol"
 	done
 	[[ -z $bad ]]

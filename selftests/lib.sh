@@ -138,12 +138,13 @@ BG_PIDS=()
 TMPD=$(mktemp -d /tmp/bbrx-selftest.XXXXXX)
 TOPO_UP=0
 
-BBRX_SYSCTLS="scope high_gain drain_gain cwnd_gain probe_bw_up_gain \
-probe_bw_down_gain extra_acked_gain min_rtt_win_ms probe_rtt_ms tso_margin \
-gso_cap pacing_shift lt_bw bbrx3_loss_thresh bbrx3_beta bbrx3_headroom \
-bbrx3_ecn bbrx3_ecn_thresh bbrx3_ecn_max_rtt_us bbrx3_probe_rtt_win_ms"
-
-# name default min max
+# The knobs of net.ipv4.bbrx: name default min max. The names must be the
+# module's (bbrx_sysctl.sh fails on a name in one and not the other, read
+# from /proc/sys/net/ipv4/bbrx of the loaded module); the defaults and
+# ranges are the tests' own copy of bbrx_params[] in module/sysctl.c on
+# purpose, as the oracle: a test that read them from the module could not
+# catch a wrong default or range.
+# BBRX_SYSCTL_TABLE: the model knobs.
 BBRX_SYSCTL_TABLE="\
 scope 0 0 1
 high_gain 2885 1000 10000
@@ -165,6 +166,20 @@ bbrx3_ecn 0 0 1
 bbrx3_ecn_thresh 500 1 1000
 bbrx3_ecn_max_rtt_us 5000 0 10000000
 bbrx3_probe_rtt_win_ms 5000 100 10000"
+
+# BBRX_POLICY_TABLE: the hook policies (0 = the kernel's behaviour); which
+# hooks each needs: POLICY_HOOKS in lib_hooks.sh.
+BBRX_POLICY_TABLE="\
+autocork 0 0 3
+tsq 0 0 2
+rcvbuf 0 0 1
+delack 0 0 2"
+
+# bbrx_policy_names: the hook policies of BBRX_POLICY_TABLE, space separated.
+bbrx_policy_names()
+{
+	awk '{ printf "%s%s", sep, $1; sep = " " } END { print "" }' <<<"$BBRX_POLICY_TABLE"
+}
 
 ##############################################################################
 # TAP and result bookkeeping

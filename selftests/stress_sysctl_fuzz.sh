@@ -59,12 +59,9 @@ XNS=fzx-$SFX
 NSS=()
 SYSDIR=/proc/sys/net/ipv4/bbrx
 
-# name default min max: the model knobs (lib.sh) and the hook policies.
+# name default min max: the model knobs and the hook policies (lib.sh).
 FUZZ_TABLE="$BBRX_SYSCTL_TABLE
-autocork 0 0 3
-tsq 0 0 2
-rcvbuf 0 0 1
-delack 0 0 2"
+$BBRX_POLICY_TABLE"
 
 # armed_tokens: "hook=0|1 ..." for the lazy hooks of /proc/net/bbrx_hooks
 # (the armed= token anywhere after the first three fields).

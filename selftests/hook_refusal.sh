@@ -13,6 +13,10 @@
 # policies; disable=all installs none and bbrx still works; an unknown hook
 # name fails the load; a plain load (the module's default) installs every
 # hook, and the delack verifier reports the PSH mark's single way in.
+# First of all: the module's hooks (/proc/net/bbrx_hooks) are exactly
+# BBRX_HOOKS of lib_hooks.sh, the tests' own list, each with a refusal
+# case here and a policy of POLICY_HOOKS; the other hook tests read the
+# module's list, so this is where a hook dropped or added shows.
 # On a kernel known to refuse some hooks (BBRX_EXPECT_REFUSED, lib_hooks.sh)
 # those must be refused by their own verifiers instead.
 # verify_selftest=1: the tsq and delack verifiers' decoding, fed code no
@@ -26,6 +30,7 @@
 # The module is left loaded.
 
 ALL_TESTS="
+	hooks_as_expected
 	refuse_tsq
 	refuse_autocork
 	refuse_rcvbuf
@@ -42,11 +47,18 @@ ALL_TESTS="
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
-ALL_HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
-# The policy sysctl a hook serves, and each policy's largest value.
-declare -A POLICY_OF=([autocork]=autocork [tsq]=tsq [rcvbuf]=rcvbuf
-		      [rcvbuf_grow]=rcvbuf [delack]=delack)
-declare -A POLICY_MAX=([autocork]=3 [tsq]=2 [rcvbuf]=1 [delack]=2)
+# The policy sysctl a hook serves (POLICY_HOOKS turned round), and each
+# policy's largest value (BBRX_POLICY_TABLE, lib.sh).
+declare -A POLICY_OF POLICY_MAX
+for pol in "${!POLICY_HOOKS[@]}"; do
+	for h in ${POLICY_HOOKS[$pol]}; do
+		POLICY_OF[$h]+="${POLICY_OF[$h]:+ }$pol"
+	done
+done
+while read -r pol _ _ max; do
+	POLICY_MAX[$pol]=$max
+done <<<"$BBRX_POLICY_TABLE"
+POLICIES=$(bbrx_policy_names)
 NS=hk-$SFX
 EXTRA_NETNS=$NS
 PORT=5401
@@ -91,6 +103,40 @@ bbrx_works()
 	after=$(bbrx_stat SocketsInit "$NS")
 	fcmp "${after:-0}" '>' "${before:-0}"
 	check_err $? "SocketsInit did not move ($before -> $after)"
+}
+
+# hooks_as_expected: the loaded module's hooks are BBRX_HOOKS, no more, no
+# fewer, each once; every one has a refuse_HOOK case in ALL_TESTS and
+# serves exactly one policy of POLICY_HOOKS, and POLICY_HOOKS names no
+# other hook. MODULE_HOOKS was read after a plain load (below).
+hooks_as_expected()
+{
+	local h n missing='' extra='' dup='' norefuse='' pol=''
+
+	for h in $BBRX_HOOKS; do
+		[[ " $MODULE_HOOKS " == *" $h "* ]] || missing+=" $h"
+		[[ $ALL_TESTS =~ [[:space:]]refuse_${h}[[:space:]] ]] || norefuse+=" $h"
+		n=$(wc -w <<<"${POLICY_OF[$h]:-}")
+		((n == 1)) || pol+=" $h (${POLICY_OF[$h]:-no policy})"
+	done
+	for h in $MODULE_HOOKS; do
+		[[ " $BBRX_HOOKS $extra " == *" $h "* ]] || extra+=" $h"
+		n=$(tr ' ' '\n' <<<"$MODULE_HOOKS" | grep -cxF -- "$h")
+		((n == 1)) || [[ " $dup " == *" $h "* ]] || dup+=" $h"
+	done
+	for h in "${!POLICY_OF[@]}"; do
+		[[ " $BBRX_HOOKS " == *" $h "* ]] || pol+=" $h (not in BBRX_HOOKS)"
+	done
+	[[ -z $missing$extra$dup$norefuse$pol ]]
+	check_err $? "$(printf '%s' \
+		"${missing:+in BBRX_HOOKS (lib_hooks.sh), not in tcp_bbrx:$missing; }" \
+		"${extra:+in tcp_bbrx, not in BBRX_HOOKS (lib_hooks.sh):$extra; }" \
+		"${dup:+listed twice in /proc/net/bbrx_hooks:$dup; }" \
+		"${norefuse:+no refuse_HOOK case in hook_refusal.sh:$norefuse; }" \
+		"${pol:+not one policy each in POLICY_HOOKS (lib_hooks.sh):$pol; }" \
+		)module: $MODULE_HOOKS; expected: $BBRX_HOOKS"
+	log_test "the module's hooks are BBRX_HOOKS of lib_hooks.sh, each with a refusal case and a policy" \
+		"$MODULE_HOOKS"
 }
 
 # policy_checks REFUSED OK_POLICY: sysctl behaviour with hook REFUSED not
@@ -139,7 +185,8 @@ fault_case()
 	[[ $(hook_expected "$hook") == refused ]] && re=.
 	if [[ -z $(policies_usable "$good") ]]; then
 		good=
-		for other in $(policies_usable autocork delack tsq rcvbuf); do
+		# shellcheck disable=SC2086  # a list of policies
+		for other in $(policies_usable $POLICIES); do
 			[[ " ${POLICY_HOOKS[$other]} " == *" $hook "* ]] || { good=$other; break; }
 		done
 	fi
@@ -153,7 +200,7 @@ fault_case()
 	check_err $? "bbrx_hooks: '$line', expected '$hook <symbol> refused: <reason>'"
 	[[ $line =~ $re ]]
 	check_err $? "refusal reason '$line' does not match /$re/"
-	for other in $ALL_HOOKS; do
+	for other in $MODULE_HOOKS; do
 		[[ $other == "$hook" ]] && continue
 		[[ $(hook_state "$other") == $(hook_expected "$other") ]]
 		check_err $? "another hook: '$(hook_line "$other")', expected $(hook_expected "$other")"
@@ -238,10 +285,10 @@ disable_all()
 	err=$(bbrx_reload disable=all 2>&1)
 	check_err $? "load with disable=all failed: $err"
 	# shellcheck disable=SC2086  # word-split hook list
-	expect_states disabled $ALL_HOOKS
+	expect_states disabled $MODULE_HOOKS
 	netns_up
 	check_err $? "netns with a sink could not be set up"
-	for h in autocork tsq rcvbuf delack; do
+	for h in $POLICIES; do
 		policy_checks "$h" ""
 	done
 	bbrx_works
@@ -269,12 +316,13 @@ plain_load_installs_all()
 
 	err=$(bbrx_unload && bbrx_load 2>&1)
 	check_err $? "plain load failed: $err"
-	for h in $ALL_HOOKS; do
+	for h in $MODULE_HOOKS; do
 		expect_states "$(hook_expected "$h")" "$h"
 	done
 	netns_up
 	check_err $? "netns with a sink could not be set up"
-	for h in $(policies_usable autocork tsq rcvbuf delack); do
+	# shellcheck disable=SC2086  # a list of policies
+	for h in $(policies_usable $POLICIES); do
 		[[ $(sysctl_write_err "$NS" "$h" 1) == OK ]]
 		check_err $? "$h=1 refused with every hook installed"
 	done
@@ -342,11 +390,14 @@ refusal_unload()
 }
 # Every hook but the expected refusals installs on a plain load, as the
 # tests below assume: a hook this kernel also refuses skips the test with
-# the reason (fails where BBRX_REQUIRE_HOOKS names it).
+# the reason (fails where BBRX_REQUIRE_HOOKS names it). The module's own
+# list (MODULE_HOOKS): hooks_as_expected compares it with BBRX_HOOKS.
 refusal_unload
 bbrx_load || { echo "# loading tcp_bbrx failed"; exit 1; }
-# shellcheck disable=SC2046  # a list of hook names
-require_hooks $(hooks_usable $(hook_names))
+all_hooks_read
+MODULE_HOOKS=$ALL_HOOKS
+# shellcheck disable=SC2046,SC2086  # a list of hook names
+require_hooks $(hooks_usable $MODULE_HOOKS)
 refusal_unload
 
 tests_run

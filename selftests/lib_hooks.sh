@@ -59,8 +59,19 @@ hooks_usable()
 	echo "$out"
 }
 
+# BBRX_HOOKS: the hooks tcp_bbrx must have (bbrx_hooks[] in module/hook.c),
+# written out here on purpose as the tests' oracle: hook_refusal.sh checks
+# the loaded module's list against it in both directions, so a hook
+# dropped from or added to the module fails there with the difference.
+# No other test uses it: they read the loaded module's list at run time
+# (all_hooks_read, bbrx_hook_names).
+# shellcheck disable=SC2034  # read by hook_refusal.sh
+BBRX_HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
+
 # The hooks each policy sysctl needs: a non-zero value is refused
-# (EOPNOTSUPP) unless all of them are installed.
+# (EOPNOTSUPP) unless all of them are installed. Also an oracle (the
+# module's BBRX_POLICY() lines): hook_refusal.sh checks that it names
+# every hook of BBRX_HOOKS exactly once.
 declare -A POLICY_HOOKS=([autocork]=autocork [tsq]=tsq [rcvbuf]="rcvbuf rcvbuf_grow"
 			 [delack]=delack)
 
@@ -78,10 +89,72 @@ policies_usable()
 	echo "$out"
 }
 
-# hook_names: every hook of the loaded module.
+# hook_names: every hook of the loaded module (the first field of each
+# line of /proc/net/bbrx_hooks), space separated; empty when tcp_bbrx is
+# not loaded.
 hook_names()
 {
 	awk '{ printf "%s%s", sep, $1; sep = " " } END { print "" }' /proc/net/bbrx_hooks 2>/dev/null
+}
+
+# bbrx_hook_names: hook_names, but returns 1 (and prints why on stderr)
+# when the loaded module lists no hook.
+bbrx_hook_names()
+{
+	local names
+
+	names=$(hook_names)
+	if [[ -z $names ]]; then
+		if bbrx_module_loaded; then
+			echo "tcp_bbrx is loaded but /proc/net/bbrx_hooks lists no hook" >&2
+		else
+			echo "tcp_bbrx is not loaded: no /proc/net/bbrx_hooks" >&2
+		fi
+		return 1
+	fi
+	echo "$names"
+}
+
+# all_hooks_read: ALL_HOOKS = every hook of tcp_bbrx (bbrx_hook_names),
+# loading the module (bbrx_load) if it is not loaded. A test whose hooks
+# cannot be read fails here (exit 1) rather than iterate over an empty
+# list.
+all_hooks_read()
+{
+	local err
+
+	bbrx_module_loaded || err=$(bbrx_load 2>&1)
+	if ! ALL_HOOKS=$(bbrx_hook_names 2>&1); then
+		RET=1 retmsg="the hooks of tcp_bbrx: $ALL_HOOKS${err:+ (load: $err)}"
+		ALL_HOOKS=
+		log_test "read the hooks of tcp_bbrx"
+		tests_done
+		exit 1
+	fi
+}
+
+# hooks_but NAME...: ALL_HOOKS (all_hooks_read) without the named hooks.
+hooks_but()
+{
+	local h out=
+
+	for h in $ALL_HOOKS; do
+		[[ " $* " == *" $h "* ]] || out+="${out:+ }$h"
+	done
+	echo "$out"
+}
+
+# hooks_all_state STATE NAME...: STATE once per NAME, joined by "/" as
+# hook_states prints them (installed/installed/...).
+hooks_all_state()
+{
+	local st=$1 h out=
+
+	shift
+	for h in "$@"; do
+		out+="${out:+/}$st"
+	done
+	echo "$out"
 }
 
 # hook_line NAME: the whole line of hook NAME.

@@ -273,8 +273,9 @@ require_command iperf3 jq tc
 require_bbrx
 # Large enough for every decision of a 2 s flow (tsq's run to ~60k events).
 bbrx_events_setup 16384
-# shellcheck disable=SC2046  # hook names
-require_hooks $(hooks_usable autocork tsq rcvbuf rcvbuf_grow delack)
+all_hooks_read
+# shellcheck disable=SC2046,SC2086  # hook names
+require_hooks $(hooks_usable $ALL_HOOKS)
 require_topo
 iperf3_server_start || exit 1
 

@@ -55,7 +55,6 @@ ALL_TESTS="
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
-HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
 # rcvbuf_grow's target: tcp_rcv_space_adjust through 6.12, tcp_rcvbuf_grow
 # where the kernel has it (7.x; the module is not loaded yet to say so).
 RSA=tcp_rcv_space_adjust
@@ -330,7 +329,7 @@ load_all()
 
 	err=$(bbrx_load 2>&1)
 	check_err $? "$1: load failed: $err"
-	[[ $(hook_states $HOOKS) == installed/installed/installed/installed/installed ]]
+	[[ $(hook_states $ALL_HOOKS) == "$(hooks_all_state installed $ALL_HOOKS)" ]]
 	check_err $? "$1: hooks not all installed: $(tr '\n' ';' </proc/net/bbrx_hooks)"
 	BBRX_RANGE=$(bbrx_range)
 }
@@ -487,7 +486,7 @@ livepatch_first()
 	check_err $? "$w: autocork: '$line', expected 'refused: IPMODIFY conflict ...'"
 	dmesg_since_start | grep -q 'bbrx: hook autocork (tcp_push) refused: IPMODIFY conflict'
 	check_err $? "$w: no dmesg line 'bbrx: hook autocork (tcp_push) refused: IPMODIFY conflict'"
-	[[ $(hook_states tsq rcvbuf rcvbuf_grow delack) == installed/installed/installed/installed ]]
+	[[ $(hook_states $(hooks_but autocork)) == "$(hooks_all_state installed $(hooks_but autocork))" ]]
 	check_err $? "$w: the other hooks: $(tr '\n' ';' </proc/net/bbrx_hooks)"
 	e=$(sysctl_write_err "$SND" autocork 1)
 	[[ $e == EOPNOTSUPP ]]
@@ -568,7 +567,9 @@ vm=$(modinfo -F vermagic "$KLP_KO" 2>/dev/null)
 [[ -d /sys/kernel/livepatch ]] || ksft_exit_skip "no /sys/kernel/livepatch (CONFIG_LIVEPATCH)"
 [[ -d /sys/module/$KLP ]] && ksft_exit_skip "$KLP is already loaded"
 require_bbrx
-require_hooks $HOOKS
+all_hooks_read
+# shellcheck disable=SC2086  # a list of hook names
+require_hooks $ALL_HOOKS
 require_topo
 # Room for a flow's events in the trace buffer (restored at exit).
 TRACE_BUF_KB=$(cat "$TRACEFS/buffer_size_kb")

@@ -47,8 +47,6 @@ source "$(dirname "$0")/lib_hooks.sh"
 SECS=${BBRX_COST_SECS:-3}
 CREPS=${BBRX_COST_REPS:-3}
 ARMS=(nomod pol0 pol1)
-ALL_HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
-ALL_INSTALLED=installed/installed/installed/installed/installed
 declare -A ARMED
 declare -A GP CNT HOOKS RATIO RATIOS
 
@@ -173,6 +171,9 @@ if [[ ${VM_ICOUNT:-0} != 1 && ${BBRX_COST_WALLCLOCK:-0} != 1 ]]; then
 fi
 require_command iperf3 jq ip
 require_bbrx
+all_hooks_read
+ALL_INSTALLED=$(hooks_all_state installed $ALL_HOOKS)
+# shellcheck disable=SC2086  # a list of hook names
 require_hooks $ALL_HOOKS
 require_topo
 iperf3_server_start || exit 1

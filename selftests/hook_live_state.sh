@@ -28,8 +28,7 @@ ALL_TESTS="
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
-# the ftrace hooks this kernel installs (BBRX_EXPECT_REFUSED, lib_hooks.sh)
-FTRACE_HOOKS=$(hooks_usable autocork tsq rcvbuf rcvbuf_grow)
+FTRACE_HOOKS=
 NS1=bbrx-live1-$$
 NS2=bbrx-live2-$$
 EXTRA_NETNS="$NS1 $NS2"
@@ -137,6 +136,12 @@ require_command sysctl ip
 	ksft_exit_skip "kernel.ftrace_enabled is not 1 at start"
 trap 'live_cleanup; cleanup' EXIT
 require_bbrx
+all_hooks_read
+# The ftrace hooks this kernel installs (BBRX_EXPECT_REFUSED, lib_hooks.sh):
+# every hook but delack, a kprobe.
+# shellcheck disable=SC2046  # a list of hook names
+FTRACE_HOOKS=$(hooks_usable $(hooks_but delack))
+# shellcheck disable=SC2086  # a list of hook names
 require_hooks $FTRACE_HOOKS delack
 ip netns add "$NS1" && ip netns add "$NS2" || exit 1
 

@@ -37,7 +37,6 @@ CYCLES=${BBRX_UNLOAD_CYCLES:-6}
 SEGS=${BBRX_UNLOAD_SEGS:-2000}	# segments sent with the policies set, per cycle
 BATCH=${BBRX_UNLOAD_BATCH:-20}	# seconds per batch of flows
 FLOWS=8
-HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
 declare -a CYC_SUM CYC_RSUM CYC_HOOKS CYC_POL
 LOAD_FAILS=
 UNLOAD_FAILS=
@@ -70,7 +69,7 @@ measure()
 			LOAD_FAILS+=" $i"
 			continue
 		fi
-		CYC_HOOKS[i]=$(hook_states $HOOKS)
+		CYC_HOOKS[i]=$(hook_states $ALL_HOOKS)
 		{ bbrx_sysctl_set "$SND" scope 1 &&
 		  bbrx_sysctl_set "$SND" autocork "$ac" &&
 		  bbrx_sysctl_set "$SND" tsq "$tsq" &&
@@ -93,7 +92,7 @@ measure()
 	bbrx_module_loaded || bbrx_load
 
 	echo "# $CYCLES cycles in ${CYC_TIME}s, $FLOWS cubic flows (iperf3 -P $FLOWS -l 8K -N, ${BATCH}s batches) over ${SND_IF}"
-	printf '# %-5s %-14s %-52s %s\n' cycle policies "hooks (${HOOKS// //})" "send/receive hook counters after $SEGS segments"
+	printf '# %-5s %-14s %-52s %s\n' cycle policies "hooks (${ALL_HOOKS// //})" "send/receive hook counters after $SEGS segments"
 	for ((i = 0; i < CYCLES; i++)); do
 		printf '# %-5s %-14s %-52s %s\n' "$i" "${CYC_POL[i]}" "${CYC_HOOKS[i]:-not loaded}" "${CYC_SUM[i]:-}/${CYC_RSUM[i]:-}"
 	done
@@ -116,7 +115,7 @@ unload_hooks_acted()
 {
 	local i bad='' all
 
-	all=$(hooks_expected $HOOKS)
+	all=$(hooks_expected $ALL_HOOKS)
 
 	for ((i = 0; i < CYCLES; i++)); do
 		[[ ${CYC_HOOKS[i]} == "$all" ]] || bad+=" $i:hooks=${CYC_HOOKS[i]:-none}"
@@ -139,8 +138,9 @@ unload_flows_complete()
 
 require_command iperf3 jq ip
 require_bbrx
+all_hooks_read
 # shellcheck disable=SC2046  # word-split hook list
-require_hooks $(hooks_usable $HOOKS)
+require_hooks $(hooks_usable $ALL_HOOKS)
 require_helper
 require_topo
 iperf3_server_start || exit 1

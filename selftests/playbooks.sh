@@ -734,7 +734,9 @@ pb_sharing()
 require_command iperf3 jq ip tc ss nstat sysctl ethtool mountpoint
 require_helper tx_delay
 require_bbrx
-require_hooks autocork tsq rcvbuf rcvbuf_grow delack
+all_hooks_read
+# shellcheck disable=SC2086  # a list of hook names
+require_hooks $ALL_HOOKS
 require_qdisc tbf fq netem
 PB_DOC=$(pb_find_doc) ||
 	ksft_exit_skip "docs/playbooks.md not found (set BBRX_PLAYBOOKS, or stage it next to this script)"

@@ -53,8 +53,6 @@ fi
 BATCH=10
 SEGS=${BBRX_LU_SEGS:-2000}
 FLOWS=8
-HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
-ALL_INSTALLED=installed/installed/installed/installed/installed
 AVAIL=/proc/sys/net/ipv4/tcp_available_congestion_control
 declare -a CYC_LOAD CYC_POL CYC_HOOKS CYC_SUM CYC_RSUM CYC_SOCK CYC_NSDEF
 LOAD_FAILS=
@@ -135,7 +133,7 @@ measure()
 		fi
 		# Only the socket of step 3 may hold the module there.
 		((m == 1)) && ns_sysctl "$RTR" net.ipv4.tcp_congestion_control=cubic
-		CYC_HOOKS[i]=$(hook_states $HOOKS)
+		CYC_HOOKS[i]=$(hook_states $ALL_HOOKS)
 		{ bbrx_sysctl_set "$SND" scope 1 &&
 		  bbrx_sysctl_set "$SND" autocork "$ac" &&
 		  bbrx_sysctl_set "$SND" tsq "$tsq" &&
@@ -182,7 +180,7 @@ measure()
 	bbrx_module_loaded || bbrx_load
 
 	echo "# cycles: $CYCLES load/unload cycles in ${CYC_TIME}s under $FLOWS cubic flows (iperf3 -P $FLOWS -l 8K -N, ${BATCH}s batches) over ${SND_IF}; rmmod refused while in use: $REFUSED times"
-	printf '# %-5s %-10s %-12s %-9s %-52s %s\n' cycle load policies "socket" "hooks (${HOOKS// //})" "send/receive hook counters after $SEGS segments"
+	printf '# %-5s %-10s %-12s %-9s %-52s %s\n' cycle load policies "socket" "hooks (${ALL_HOOKS// //})" "send/receive hook counters after $SEGS segments"
 	for ((i = 0; i < CYCLES; i++)); do
 		printf '# %-5s %-10s %-12s %-9s %-52s %s\n' "$i" "${CYC_LOAD[i]:-}" "${CYC_POL[i]}" \
 			"${CYC_SOCK[i]:-}" "${CYC_HOOKS[i]:-not loaded}" "${CYC_SUM[i]:-}/${CYC_RSUM[i]:-}"
@@ -246,7 +244,10 @@ lu_flows_complete()
 
 require_command iperf3 jq ip ss modprobe rmmod
 require_bbrx
-require_hooks $HOOKS
+all_hooks_read
+ALL_INSTALLED=$(hooks_all_state installed $ALL_HOOKS)
+# shellcheck disable=SC2086  # a list of hook names
+require_hooks $ALL_HOOKS
 require_helper
 require_topo
 iperf3_server_start || exit 1

@@ -432,7 +432,9 @@ churn_memory_balanced()
 
 require_command ip ss perl
 require_bbrx
-require_hooks autocork tsq rcvbuf rcvbuf_grow delack
+all_hooks_read
+# shellcheck disable=SC2086  # a list of hook names
+require_hooks $ALL_HOOKS
 require_helper
 
 measure || { RET=1 retmsg="net_namespace slab not readable"; log_test "setup"; tests_done; exit 1; }

@@ -74,7 +74,6 @@ RATE_K=$((TOTAL_MBIT * 1000 / FLOWS))
 PER_PROC_MAX=125
 NPROC=$(( (FLOWS + PER_PROC_MAX - 1) / PER_PROC_MAX ))
 BASE_PORT=5501
-HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
 ALLOC_EVENTS="kmem/kmalloc kmem/kmem_cache_alloc percpu/percpu_alloc_percpu"
 TI=
 CTRL_NS=scl-$SFX
@@ -382,7 +381,9 @@ require_root
 require_command iperf3 jq ip ss
 tracefs_find instances || ksft_exit_skip "no tracefs with instances"
 require_bbrx
-require_hooks $HOOKS
+all_hooks_read
+# shellcheck disable=SC2086  # a list of hook names
+require_hooks $ALL_HOOKS
 require_topo
 SETUP_ERR=
 : >"$TMPD/clients.rc"

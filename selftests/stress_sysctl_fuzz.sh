@@ -375,7 +375,9 @@ fuzz_hooks_released()
 
 require_command iperf3 jq ip
 require_bbrx
-require_hooks autocork tsq rcvbuf rcvbuf_grow delack
+all_hooks_read
+# shellcheck disable=SC2086  # a list of hook names
+require_hooks $ALL_HOOKS
 require_topo
 iperf3_server_start || exit 1
 

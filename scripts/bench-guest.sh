@@ -57,7 +57,6 @@ if [[ -z $TOTAL ]]; then
 	done
 fi
 PORT2=5202		# second iperf3 server ("fair")
-ALL_HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
 NETIFS_GIVEN=${NETIFS:-}
 FAILS_ALL=0
 
@@ -139,13 +138,26 @@ load_module()
 	# Hook-free scenarios load it with every hook disabled, so that their
 	# rows measure the congestion control alone (an installed redirect
 	# runs on every call of its target, also at policy 0); a boot that
-	# also runs hook scenarios (the smoke form's) installs theirs.
+	# also runs hook scenarios (the smoke form's) installs theirs: loaded
+	# first with none, to read the module's hooks (all_hooks_read; a
+	# disabled hook keeps its line), then again without the needed ones.
 	if ! bbrx_module_loaded; then
-		for h in $ALL_HOOKS; do
-			[[ " $need " == *" $h "* ]] || dis+="${dis:+,}$h"
-		done
-		BBRX_HOOK_PARAMS="disable=$dis"
+		BBRX_HOOK_PARAMS=disable=all
 		bbrx_load || echo "# bench: modprobe tcp_bbrx $BBRX_HOOK_PARAMS failed" >&2
+		all_hooks_read
+		for h in $need; do
+			[[ " $ALL_HOOKS " == *" $h "* ]] ||
+				{ echo "# bench: hook $h is not a hook of tcp_bbrx ($ALL_HOOKS)" >&2; exit 2; }
+		done
+		if [[ -n ${need// /} ]]; then
+			for h in $ALL_HOOKS; do
+				[[ " $need " == *" $h "* ]] || dis+="${dis:+,}$h"
+			done
+			BBRX_HOOK_PARAMS=${dis:+disable=$dis}
+			# shellcheck disable=SC2119  # no parameters: BBRX_HOOK_PARAMS
+			bbrx_reload ||
+				echo "# bench: reload of tcp_bbrx ${BBRX_HOOK_PARAMS:-(every hook)} failed" >&2
+		fi
 	fi
 	require_bbrx
 	for h in $need; do

@@ -57,7 +57,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 
-VERSION := $(shell sed -n 's/^\#define BBRX_VERSION "\(.*\)"/\1/p' $(ROOT)/include/bbrx.h)
+VERSION := $(shell sed -n 's/^\#define BBRX_VERSION "\(.*\)"/\1/p' $(ROOT)/module/bbrx.h)
 DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(ROOT)/dkms.conf)
 
 ifeq ($(origin KDIR),undefined)
@@ -168,7 +168,7 @@ check-fidelity: deps $(VM_KO)
 
 check-version:
 	@test "$(VERSION)" = "$(DKMS_VERSION)" || \
-		{ echo "bbrx: version $(VERSION) in include/bbrx.h but $(DKMS_VERSION) in dkms.conf" >&2; exit 1; }
+		{ echo "bbrx: version $(VERSION) in module/bbrx.h but $(DKMS_VERSION) in dkms.conf" >&2; exit 1; }
 
 check-style: deps
 	$(ROOT)/scripts/checkpatch.sh

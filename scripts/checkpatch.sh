@@ -26,6 +26,6 @@ fi
 cd "$root"
 # shellcheck disable=SC2046
 "$cache/scripts/checkpatch.pl" --strict --no-tree --quiet --show-types \
-	-f $(git ls-files 'module/*.[ch]' 'include/*.h' 'selftests/*/*.c' 2>/dev/null ||
-	     ls module/*.[ch] include/*.h include/uapi/*.h selftests/klp_*/*.c)
+	-f $(git ls-files 'module/*.[ch]' 'include/*/*.h' 'selftests/*/*.c' 2>/dev/null ||
+	     ls module/*.[ch] include/uapi/*.h selftests/klp_*/*.c)
 echo "checkpatch: clean"

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
- * bbrx: names shared between the module, the selftests and user tools.
+ * bbrx: names the module registers and the encodings of its policy knobs,
+ * for user-space tools written in C. The selftests are shell scripts and
+ * helpers that take these names as arguments; they do not include it.
  *
  * The congestion control is selected by name (setsockopt TCP_CONGESTION,
  * net.ipv4.tcp_congestion_control, ip route ... congctl); the module file is

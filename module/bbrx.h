@@ -210,7 +210,7 @@ struct bbrx_trace_round {
 
 void bbrx_trace_round_fill(const struct sock *sk, struct bbrx_trace_round *r);
 
-/* bbr.c */
+/* cc_bbrx.c */
 bool bbrx_init_pacing(struct sock *sk, u32 gain);
 void bbrx_update_pacing(struct sock *sk, u32 bw, u32 gain,
 			bool full_bw_reached);
@@ -225,7 +225,7 @@ size_t bbrx_fill_bbr_info(struct sock *sk, u32 ext, int *attr,
 u32 bbrx_sndbuf_expand(struct sock *sk);
 void bbrx_release(struct sock *sk);
 
-/* The congestion controls (bbr.c, bbr3.c), registered by main.c. */
+/* The congestion controls (cc_bbrx.c, cc_bbrx3.c), registered by main.c. */
 struct tcp_congestion_ops;
 extern struct tcp_congestion_ops bbrx_cong_ops;
 extern struct tcp_congestion_ops bbrx3_cong_ops;

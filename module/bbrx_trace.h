@@ -3,8 +3,8 @@
  * bbrx trace events (system "bbrx" in tracefs), defined in trace.c.
  *
  * Per round per flow (a packet-timed round, as each model counts them):
- *   bbrx_round    the v1 model (bbr.c)
- *   bbrx3_round   the v3 model (bbr3.c)
+ *   bbrx_round    the v1 model (cc_bbrx.c)
+ *   bbrx3_round   the v3 model (cc_bbrx3.c)
  * Per hook decision, one event per hook:
  *   bbrx_autocork corked / declined         (autocork.c)
  *   bbrx_tsq      single_skb / withheld     (tsq.c)

@@ -76,7 +76,7 @@ static struct bbrx_param bbrx_params[] = {
 	/* 1: long-term (policer) bw sampling as 6.1's tcp_bbr.c; 0: off */
 	BBRX_PARAM(lt_bw, 1, 0, 1),
 	/*
-	 * bbrx3 (draft-ietf-ccwg-bbr-06 and Google's BBRv3 release; bbr3.c):
+	 * bbrx3 (draft-ietf-ccwg-bbr-06 and Google's BBRv3 release; cc_bbrx3.c):
 	 * a round whose losses exceed loss_thresh of inflight means too high
 	 * (LossThresh 2%)
 	 */

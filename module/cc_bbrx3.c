@@ -1048,7 +1048,7 @@ static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
 	b3_set_cwnd(sk, bn, rs, bw);
 }
 
-/* Sending starts with nothing in flight: as bbrx_tx_start() (bbr.c). */
+/* Sending starts with nothing in flight: as bbrx_tx_start() (cc_bbrx.c). */
 static void bbrx3_tx_start(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);

@@ -210,7 +210,8 @@ struct bbrx_trace_round {
 
 void bbrx_trace_round_fill(const struct sock *sk, struct bbrx_trace_round *r);
 
-/* cc_bbrx.c */
+/* cc_common.c: the steps both models compute the same way */
+u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain);
 bool bbrx_init_pacing(struct sock *sk, u32 gain);
 void bbrx_update_pacing(struct sock *sk, u32 bw, u32 gain,
 			bool full_bw_reached);

@@ -138,17 +138,6 @@ void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
 }
 
 /**
- * bbrx_autocork_prepare() - resolve __tcp_push_pending_frames()
- *
- * Return: 0 (a missing symbol is reported by bbrx_autocork_verify()).
- */
-int bbrx_autocork_prepare(void)
-{
-	bbrx_push_pending_addr = bbrx_hook_resolve("__tcp_push_pending_frames");
-	return 0;
-}
-
-/**
  * bbrx_autocork_verify() - check tcp_push() is the function we replace
  * @addr: address of tcp_push
  * @reason: why not, on failure
@@ -163,7 +152,7 @@ int bbrx_autocork_prepare(void)
  */
 int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len)
 {
-	unsigned long target = bbrx_push_pending_addr;
+	unsigned long target;
 	u8 text[BBRX_TCP_PUSH_SCAN];
 	size_t off;
 	s32 rel;
@@ -173,6 +162,8 @@ int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len)
 	BUILD_BUG_ON(!__same_type(&__tcp_push_pending_frames,
 				  bbrx_push_pending_frames));
 
+	bbrx_push_pending_addr = bbrx_hook_resolve("__tcp_push_pending_frames");
+	target = bbrx_push_pending_addr;
 	if (!target) {
 		snprintf(reason, len, "__tcp_push_pending_frames not found");
 		return -ENOENT;

@@ -326,7 +326,6 @@ bool bbrx_autocork_wants(struct sock *sk);
 void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
 			    int nonagle, int size_goal);
 int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len);
-int bbrx_autocork_prepare(void);
 
 /* tsq.c */
 bool bbrx_tsq_wants(struct sock *sk);

@@ -641,7 +641,8 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
  * A hook that fails is refused with its reason (dmesg and
  * /proc/net/bbrx_hooks); the others and the congestion control still work.
  *
- * Return: 0, or -ENOMEM if a hook's preparation could not allocate.
+ * Return: 0; every hook's own preparation runs in its verifier, and a
+ * failure there refuses that hook only.
  */
 int bbrx_hooks_install(void)
 {
@@ -652,9 +653,6 @@ int bbrx_hooks_install(void)
 		pr_warn("bbrx: kallsyms_lookup_name not found (%d): every hook will be refused\n",
 			err);
 	bbrx_verify_selftest();
-	err = bbrx_autocork_prepare();
-	if (err)
-		return err;
 	for (i = 0; i < BBRX_HOOK_MAX; i++)
 		bbrx_hook_install(&bbrx_hooks[i], i);
 	return 0;

@@ -249,13 +249,10 @@ void bbrx_extra_acked_update(struct bbrx_extra_acked *ea, struct sock *sk,
 			     bool round_start, u32 win_rounds);
 u32 bbrx_extra_acked_cwnd(const struct bbrx_extra_acked *ea, u32 bw, u32 gain);
 
-/* Hooks, in the order of the hook table (hook.c). */
+/* Hooks, in the order of the hook table (hook.c; the list: bbrx_hooks.h). */
 enum bbrx_hook_id {
-	BBRX_HOOK_AUTOCORK,
-	BBRX_HOOK_TSQ,
-	BBRX_HOOK_RCVBUF,
-	BBRX_HOOK_RCVBUF_GROW,
-	BBRX_HOOK_DELACK,
+#define BBRX_HOOK(id, name) BBRX_HOOK_##id,
+#include "bbrx_hooks.h"
 	BBRX_HOOK_MAX
 };
 

@@ -65,7 +65,6 @@ enum bbrx_hook_kind {
 };
 
 struct bbrx_hook {
-	const char *name;	/* module parameter and status file name */
 	const char *symbol;	/* exact kallsyms name of the target */
 	const char *inlined_into; /* where to look when symbol is inlined */
 	enum bbrx_hook_kind kind;
@@ -86,7 +85,6 @@ struct bbrx_hook {
 
 static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 	[BBRX_HOOK_AUTOCORK] = {
-		.name = "autocork",
 		.symbol = "tcp_push",
 		.kind = BBRX_HOOK_REDIRECT,
 		.verify = bbrx_autocork_verify,
@@ -94,7 +92,6 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 		.redirect = bbrx_autocork_tcp_push,
 	},
 	[BBRX_HOOK_TSQ] = {
-		.name = "tsq",
 		.symbol = "tcp_small_queue_check.isra.0",
 		.kind = BBRX_HOOK_REDIRECT,
 		.verify = bbrx_tsq_verify,
@@ -102,7 +99,6 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 		.redirect = bbrx_tsq_small_queue_check,
 	},
 	[BBRX_HOOK_RCVBUF] = {
-		.name = "rcvbuf",
 		.symbol = "tcp_init_transfer",
 		.kind = BBRX_HOOK_ENTRY,
 		.verify = bbrx_rcvbuf_verify,
@@ -110,7 +106,6 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 		.show = bbrx_rcvbuf_show,
 	},
 	[BBRX_HOOK_RCVBUF_GROW] = {
-		.name = "rcvbuf_grow",
 		.symbol = BBRX_RCVBUF_GROW_SYMBOL,
 		.kind = BBRX_HOOK_REDIRECT,
 		.verify = bbrx_rcvbuf_grow_verify,
@@ -118,7 +113,6 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 		.redirect = bbrx_rcvbuf_grow,
 	},
 	[BBRX_HOOK_DELACK] = {
-		.name = "delack",
 		/* out of line in 6.12; inlined into its caller in 6.1 */
 		.symbol = "tcp_measure_rcv_mss",
 		.inlined_into = "tcp_event_data_recv",
@@ -129,6 +123,24 @@ static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 		.lazy = true,
 	},
 };
+
+/* Each hook's name in the status file and the module parameters. */
+static const char * const bbrx_hook_names[BBRX_HOOK_MAX] = {
+#define BBRX_HOOK(id, name) name,
+#include "bbrx_hooks.h"
+};
+
+/* "autocork, tsq, ..., delack, ": the hook names, for an error message. */
+static const char bbrx_hooks_known[] = {
+#define BBRX_HOOK(id, name) name ", "
+#include "bbrx_hooks.h"
+};
+
+/* The name of a table row, for messages. */
+static const char *bbrx_hook_str(const struct bbrx_hook *h)
+{
+	return bbrx_hook_names[h - bbrx_hooks];
+}
 
 static const char * const bbrx_hook_state_names[] = {
 	[BBRX_HOOK_NEW] = "not-installed",
@@ -170,11 +182,11 @@ static int bbrx_hook_mask_set(const char *val, const struct kernel_param *kp)
 			continue;
 		}
 		for (i = 0; i < BBRX_HOOK_MAX; i++)
-			if (!strcmp(tok, bbrx_hooks[i].name))
+			if (!strcmp(tok, bbrx_hook_names[i]))
 				break;
 		if (i == BBRX_HOOK_MAX) {
-			pr_err("bbrx: %s: unknown hook \"%s\" (known: autocork, tsq, rcvbuf, rcvbuf_grow, delack, all)\n",
-			       kp->name, tok);
+			pr_err("bbrx: %s: unknown hook \"%s\" (known: %sall)\n",
+			       kp->name, tok, bbrx_hooks_known);
 			err = -EINVAL;
 			break;
 		}
@@ -194,7 +206,7 @@ static int bbrx_hook_mask_get(char *buf, const struct kernel_param *kp)
 	for (i = 0; i < BBRX_HOOK_MAX; i++)
 		if (mask & BIT(i))
 			n += sysfs_emit_at(buf, n, "%s%s", n ? "," : "",
-					   bbrx_hooks[i].name);
+					   bbrx_hook_names[i]);
 	n += sysfs_emit_at(buf, n, "\n");
 	return n;
 }
@@ -205,7 +217,9 @@ static const struct kernel_param_ops bbrx_hook_mask_ops = {
 };
 
 module_param_cb(disable, &bbrx_hook_mask_ops, &bbrx_disable_mask, 0444);
-MODULE_PARM_DESC(disable, "Hooks not to install, comma-separated: autocork,tsq,rcvbuf,rcvbuf_grow,delack or all (default: none, every hook is installed)");
+/* The names are those of /proc/net/bbrx_hooks; a wrong one says them. */
+MODULE_PARM_DESC(disable,
+		 "Hooks not to install, comma-separated: names as in /proc/net/bbrx_hooks, or all (default: none, every hook is installed)");
 module_param_cb(fault_verify, &bbrx_hook_mask_ops, &bbrx_fault_mask, 0444);
 MODULE_PARM_DESC(fault_verify,
 		 "Test only: hooks whose verifier expects a wrong pattern and refuses");
@@ -300,7 +314,7 @@ bool bbrx_hook_installed(enum bbrx_hook_id id)
  */
 const char *bbrx_hook_name(enum bbrx_hook_id id)
 {
-	return bbrx_hooks[id].name;
+	return bbrx_hook_names[id];
 }
 
 /**
@@ -328,7 +342,8 @@ static int bbrx_hook_arm(struct bbrx_hook *h)
 
 	err = enable_kprobe(h->kp);
 	if (err) {
-		pr_warn("bbrx: hook %s: enable_kprobe: %d\n", h->name, err);
+		pr_warn("bbrx: hook %s: enable_kprobe: %d\n", bbrx_hook_str(h),
+			err);
 		return err;
 	}
 	/*
@@ -338,7 +353,7 @@ static int bbrx_hook_arm(struct bbrx_hook *h)
 	if (kprobe_disabled(h->kp) || bbrx_kprobes_disarmed()) {
 		disable_kprobe(h->kp);
 		pr_warn("bbrx: hook %s: kprobes are disarmed system-wide (/sys/kernel/debug/kprobes/enabled is 0)\n",
-			h->name);
+			bbrx_hook_str(h));
 		return -EBUSY;
 	}
 	return 0;
@@ -522,14 +537,14 @@ static __printf(2, 3) void bbrx_hook_refuse(struct bbrx_hook *h,
 	vsnprintf(h->reason, sizeof(h->reason), fmt, args);
 	va_end(args);
 	h->state = BBRX_HOOK_REFUSED;
-	pr_warn("bbrx: hook %s (%s) refused: %s\n", h->name, h->symbol,
-		h->reason);
+	pr_warn("bbrx: hook %s (%s) refused: %s\n", bbrx_hook_str(h),
+		h->symbol, h->reason);
 }
 
 static void bbrx_hook_installed_msg(struct bbrx_hook *h)
 {
 	WRITE_ONCE(h->state, BBRX_HOOK_INSTALLED);
-	pr_info("bbrx: hook %s (%s) installed\n", h->name, h->symbol);
+	pr_info("bbrx: hook %s (%s) installed\n", bbrx_hook_str(h), h->symbol);
 }
 
 /*
@@ -562,7 +577,7 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 	if (bbrx_disable_mask & BIT(id)) {
 		h->state = BBRX_HOOK_DISABLED;
 		pr_info("bbrx: hook %s (%s) not installed (module parameter disable=)\n",
-			h->name, h->symbol);
+			bbrx_hook_str(h), h->symbol);
 		return;
 	}
 
@@ -708,7 +723,7 @@ static int bbrx_hooks_show(struct seq_file *seq, void *v)
 
 		if (state == BBRX_HOOK_INSTALLED)
 			why = bbrx_hook_inactive(h);
-		seq_printf(seq, "%s %s %s", h->name, h->symbol,
+		seq_printf(seq, "%s %s %s", bbrx_hook_str(h), h->symbol,
 			   why ? "inactive" : bbrx_hook_state_names[state]);
 		if (state == BBRX_HOOK_REFUSED)
 			seq_printf(seq, ": %s", h->reason);

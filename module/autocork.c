@@ -30,6 +30,7 @@
 #include "bbrx.h"
 #include "bbrx_trace.h"
 #include "compat.h"
+#include "verify.h"
 
 /* Not exported; resolved at load and called with tcp_push()'s arguments. */
 static void (*bbrx_push_pending_frames)(struct sock *sk, unsigned int cur_mss,

@@ -266,34 +266,9 @@ const char *bbrx_hook_name(enum bbrx_hook_id id);
 void bbrx_hook_lock(void);
 void bbrx_hook_unlock(void);
 int bbrx_hook_users(unsigned long mask, int delta);
-unsigned long bbrx_hook_resolve(const char *symbol);
 int bbrx_hooks_net_init(struct net *net);
 void bbrx_hooks_net_exit(struct net *net);
 bool bbrx_hook_fault(enum bbrx_hook_id id);
-int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
-		     size_t rlen);
-long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
-		    const u8 *pat, size_t len, bool fault);
-int bbrx_hook_calls_check(unsigned long addr, bool fault, char *reason,
-			  size_t rlen);
-int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
-			 char *reason, size_t rlen);
-struct insn;
-int bbrx_hook_walk_buf(const u8 *buf, size_t size,
-		       int (*fn)(const struct insn *insn, size_t off, void *ctx),
-		       void *ctx, char *reason, size_t rlen);
-size_t bbrx_hook_func_size(unsigned long addr);
-int bbrx_hook_walk(unsigned long addr,
-		   int (*fn)(const struct insn *insn, size_t off, void *ctx),
-		   void *ctx, char *reason, size_t rlen);
-int bbrx_insn_reg(const struct insn *insn);
-int bbrx_insn_rm(const struct insn *insn);
-bool bbrx_insn_wide(const struct insn *insn);
-bool bbrx_insn_plain(const struct insn *insn);
-int bbrx_insn_mem_base(const struct insn *insn);
-const char *bbrx_insn_reg_name(int reg);
-struct pt_regs;
-unsigned long bbrx_insn_reg_value(const struct pt_regs *regs, int reg);
 
 /**
  * bbrx_sk_in_scope() - does a hook act on this socket at all?

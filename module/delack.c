@@ -36,6 +36,7 @@
 
 #include "bbrx.h"
 #include "bbrx_trace.h"
+#include "verify.h"
 
 /* Candidate "test the flags, branch" pairs kept while walking. */
 #define BBRX_DELACK_TESTS	8

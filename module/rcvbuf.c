@@ -45,6 +45,7 @@
 #include "bbrx.h"
 #include "bbrx_trace.h"
 #include "compat.h"
+#include "verify.h"
 
 /* The proposal's initial receive window, segments. */
 #define BBRX_INIT_RWND		20

@@ -30,6 +30,7 @@
 #include "bbrx.h"
 #include "bbrx_trace.h"
 #include "compat.h"
+#include "verify.h"
 
 /**
  * bbrx_tsq_wants() - does the TSQ hook act on this socket?

@@ -1,0 +1,654 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What the hook verifiers read kernel text with, and the checks every hook
+ * shares: the kernel's symbol resolver and x86 instruction decoder found
+ * at load, byte-pattern and ftrace-site checks, ModRM register helpers, a
+ * walk over a function's instructions, the sole-entry check of one
+ * instruction and the check that a redirect's replacement cannot block
+ * (bbrx_hook_calls_check()). The hook files (autocork.c, tsq.c, rcvbuf.c,
+ * delack.c) prove with these the shape their handler depends on; hook.c
+ * installs what they accept. Nothing here installs or changes anything.
+ */
+#include <linux/kallsyms.h>
+#include <linux/kprobes.h>
+#include <linux/module.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <asm/insn.h>
+
+#include "bbrx.h"
+#include "compat.h"
+#include "verify.h"
+
+/* kallsyms_lookup_name() is not exported since 5.7; found once at load. */
+static unsigned long (*bbrx_kallsyms_lookup_name)(const char *name);
+
+/* For bbrx_hook_walk(): the kernel's own decoder and symbol sizes. */
+static int (*bbrx_insn_decode)(struct insn *insn, const void *kaddr,
+			       int buf_len, enum insn_mode m);
+static int (*bbrx_kallsyms_size)(unsigned long addr, unsigned long *symbolsize,
+				 unsigned long *offset);
+
+/*
+ * Kernel functions a redirect's replacement may call (bbrx_hook_calls_check()),
+ * none of which can block, on PREEMPT_RT either:
+ *   __rcu_read_lock, __rcu_read_unlock  preemptible RCU's read side (a
+ *	per-task counter; the unlock's slow path takes raw spinlocks only)
+ *   ktime_get                          a seqcount retry loop, no lock
+ *   rcu_is_watching                    reads a per-cpu counter
+ * on debug kernels also the instrumentation the compiler adds to our code,
+ * none of which sleeps (make check-debug):
+ *   lockdep (PROVE_LOCKING/PROVE_RCU): debug_lockdep_rcu_enabled,
+ *	lock_acquire, lock_release, rcu_read_lock_held, lockdep_rcu_suspicious
+ *	(irqs off, lockdep's raw lock)
+ *   KASAN: __kasan_check_read/write and __asan_report_*_noabort (a shadow
+ *	lookup; a report prints under a raw spinlock and returns)
+ * and module functions (bbrx_stats_late(), helpers the compiler did not
+ * inline), which are decoded and checked in turn, except bbrx_trace_hook():
+ * it only fires a tracepoint, whose probes run with preemption disabled
+ * and whose call site the kernel re-targets at run time (trace.c).
+ */
+static const char * const bbrx_leaf_calls[] = {
+	"__rcu_read_lock", "__rcu_read_unlock", "ktime_get", "rcu_is_watching",
+	"debug_lockdep_rcu_enabled", "lock_acquire", "lock_release",
+	"rcu_read_lock_held", "lockdep_rcu_suspicious",
+	"__kasan_check_read", "__kasan_check_write",
+	"__asan_report_load1_noabort", "__asan_report_load2_noabort",
+	"__asan_report_load4_noabort", "__asan_report_load8_noabort",
+	"__asan_report_load16_noabort", "__asan_report_load_n_noabort",
+	"__asan_report_store1_noabort", "__asan_report_store2_noabort",
+	"__asan_report_store4_noabort", "__asan_report_store8_noabort",
+	"__asan_report_store16_noabort", "__asan_report_store_n_noabort",
+};
+
+static unsigned long bbrx_leaf_addr[ARRAY_SIZE(bbrx_leaf_calls)];
+
+/**
+ * bbrx_hook_resolver_init() - find the kernel's symbol resolver and decoder
+ *
+ * The kprobe API resolves names for us. Only kallsyms_lookup_name() itself
+ * is probed (briefly, with no handlers): never a hot TCP function while
+ * traffic runs through it. Also finds insn_decode(), the symbol sizes and
+ * the addresses of bbrx_leaf_calls[]; a helper whose part is missing
+ * refuses with its reason. Process context (module load).
+ *
+ * Return: 0, register_kprobe()'s error, or -ENOEXEC when
+ * kallsyms_lookup_name() cannot be called through a pointer (IBT).
+ */
+int bbrx_hook_resolver_init(void)
+{
+	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };
+	unsigned long addr;
+	int err, i;
+
+	err = register_kprobe(&kp);
+	if (err < 0)
+		return err;
+	unregister_kprobe(&kp);
+	addr = bbrx_kprobe_func_start((unsigned long)kp.addr);
+	if (!bbrx_indirect_call_ok(addr))
+		return -ENOEXEC;
+	bbrx_kallsyms_lookup_name = (void *)addr;
+
+	BUILD_BUG_ON(!__same_type(&insn_decode, bbrx_insn_decode));
+	BUILD_BUG_ON(!__same_type(&kallsyms_lookup_size_offset,
+				  bbrx_kallsyms_size));
+	bbrx_insn_decode = (void *)bbrx_hook_resolve("insn_decode");
+	if (bbrx_insn_decode && !bbrx_indirect_call_ok((unsigned long)bbrx_insn_decode))
+		bbrx_insn_decode = NULL;
+	bbrx_kallsyms_size = (void *)bbrx_hook_resolve("kallsyms_lookup_size_offset");
+	if (bbrx_kallsyms_size && !bbrx_indirect_call_ok((unsigned long)bbrx_kallsyms_size))
+		bbrx_kallsyms_size = NULL;
+
+	for (i = 0; i < ARRAY_SIZE(bbrx_leaf_calls); i++)
+		bbrx_leaf_addr[i] = bbrx_hook_resolve(bbrx_leaf_calls[i]);
+
+	return 0;
+}
+
+/**
+ * bbrx_hook_resolve() - address of a kernel symbol, exported or not
+ * @symbol: exact kallsyms name (local names with suffixes, e.g. ".isra.0")
+ *
+ * Return: the address, or 0 if the symbol does not exist or no resolver.
+ */
+unsigned long bbrx_hook_resolve(const char *symbol)
+{
+	if (!bbrx_kallsyms_lookup_name)
+		return 0;
+	return bbrx_kallsyms_lookup_name(symbol);
+}
+
+/**
+ * bbrx_hook_find() - find a byte pattern in kernel text
+ * @addr: function address
+ * @start: first offset searched, bytes
+ * @end: offset where the search stops (the pattern lies before it), bytes
+ * @pat: expected bytes
+ * @len: pattern length, at most 32
+ * @fault: expect a deliberately wrong pattern (fault_verify)
+ *
+ * For verifiers that must find one instruction in a function whose layout
+ * varies between builds (the PSH branch of an inlined helper, for example).
+ *
+ * Return: the offset of the only occurrence, -ENOENT if none, -E2BIG if more
+ * than one (the hook cannot know which one it would act on), -EFAULT if the
+ * text is unreadable.
+ */
+long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
+		    const u8 *pat, size_t len, bool fault)
+{
+	u8 text[64];
+	long found = -ENOENT;
+	size_t off, i;
+
+	if (WARN_ON_ONCE(len > 32 || !len))
+		return -EINVAL;
+	if (fault)
+		return -ENOENT;	/* what a different build would show */
+	/* Windows of 64 bytes overlapping by len - 1. */
+	for (off = start; off + len <= end; off += sizeof(text) - (len - 1)) {
+		size_t n = min(sizeof(text), end - off);
+
+		if (copy_from_kernel_nofault(text, (void *)(addr + off), n))
+			return -EFAULT;
+		for (i = 0; i + len <= n; i++) {
+			if (memcmp(text + i, pat, len))
+				continue;
+			if (found >= 0 && found != off + i)
+				return -E2BIG;
+			found = off + i;
+		}
+	}
+	return found;
+}
+
+/**
+ * bbrx_hook_fentry() - does a function start with its ftrace site?
+ * @addr: function address
+ * @fault: expect a deliberately wrong pattern (fault_verify)
+ * @reason: set to why not
+ * @rlen: size of @reason
+ *
+ * The site (after ENDBR64 on IBT kernels) is "call __fentry__" while traced
+ * and the 5-byte NOP ftrace writes over it otherwise; either means the compiler kept the function
+ * whole (not a clone with another ABI) and ftrace manages its entry.
+ *
+ * Return: 0, or -ENOEXEC (-EFAULT if unreadable) with @reason.
+ */
+int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
+		     size_t rlen)
+{
+	static const u8 nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	u8 text[sizeof(nop5)];
+
+	addr += bbrx_endbr_len(addr);
+	if (copy_from_kernel_nofault(text, (void *)addr, sizeof(text))) {
+		snprintf(reason, rlen, "entry unreadable");
+		return -EFAULT;
+	}
+	if (fault)
+		text[0] ^= 0xff;
+	if (text[0] == 0xe8 || !memcmp(text, nop5, sizeof(nop5)))
+		return 0;
+	snprintf(reason, rlen, "no ftrace site at entry (%*ph)",
+		 (int)sizeof(text), text);
+	return -ENOEXEC;
+}
+
+static u8 bbrx_insn_rex(const struct insn *insn)
+{
+	return insn->rex_prefix.nbytes == 1 ? insn->rex_prefix.bytes[0] : 0;
+}
+
+/**
+ * bbrx_insn_plain() - an instruction the register helpers describe fully?
+ * @insn: a decoded instruction
+ *
+ * Legacy prefixes (segment, operand or address size, lock, rep), VEX/EVEX
+ * and REX2 change what the ModRM fields mean (another segment, 16-bit
+ * operands, registers 16-31): a verifier treats such an instruction as
+ * unknown.
+ *
+ * Return: true with at most a one-byte REX prefix.
+ */
+bool bbrx_insn_plain(const struct insn *insn)
+{
+	return !insn->prefixes.nbytes && !insn->vex_prefix.nbytes &&
+	       insn->rex_prefix.nbytes <= 1;
+}
+
+/**
+ * bbrx_insn_reg() - the register in an instruction's ModRM reg field
+ * @insn: a decoded instruction with a ModRM byte
+ *
+ * Return: 0-15 in x86 numbering (rax 0 .. rdi 7, r8 8 .. r15 15), REX.R
+ * included.
+ */
+int bbrx_insn_reg(const struct insn *insn)
+{
+	return X86_MODRM_REG(insn->modrm.value) +
+	       (X86_REX_R(bbrx_insn_rex(insn)) ? 8 : 0);
+}
+
+/**
+ * bbrx_insn_rm() - the register in an instruction's ModRM rm field
+ * @insn: a decoded instruction with a ModRM byte, mod 3 (register form)
+ *
+ * Return: 0-15, REX.B included.
+ */
+int bbrx_insn_rm(const struct insn *insn)
+{
+	return X86_MODRM_RM(insn->modrm.value) +
+	       (X86_REX_B(bbrx_insn_rex(insn)) ? 8 : 0);
+}
+
+/**
+ * bbrx_insn_wide() - does the instruction operate on 64 bits (REX.W)?
+ * @insn: a decoded instruction
+ *
+ * Return: true with REX.W.
+ */
+bool bbrx_insn_wide(const struct insn *insn)
+{
+	return X86_REX_W(bbrx_insn_rex(insn));
+}
+
+/**
+ * bbrx_insn_mem_base() - the base register of a "disp(%reg)" operand
+ * @insn: a decoded instruction with a ModRM byte
+ *
+ * Only the form a field access takes: a base register and an 8- or 32-bit
+ * displacement (insn->displacement), no index, not RIP-relative; the SIB
+ * byte %rsp and %r12 need is allowed when it names no index.
+ *
+ * Return: 0-15, or -1 for any other operand.
+ */
+int bbrx_insn_mem_base(const struct insn *insn)
+{
+	const u8 mod = X86_MODRM_MOD(insn->modrm.value);
+	const u8 rex = bbrx_insn_rex(insn);
+	u8 base = X86_MODRM_RM(insn->modrm.value);
+
+	if (mod != 1 && mod != 2)
+		return -1;
+	if (base == 4) {
+		u8 sib = insn->sib.value;
+
+		/* index 4 without REX.X means none */
+		if (X86_SIB_INDEX(sib) != 4 || X86_REX_X(rex))
+			return -1;
+		base = X86_SIB_BASE(sib);
+	}
+	return base + (X86_REX_B(rex) ? 8 : 0);
+}
+
+/**
+ * bbrx_insn_reg_name() - a register's AT&T name, for refusal reasons
+ * @reg: 0-15
+ *
+ * Return: "rax" .. "r15", or "?" out of range.
+ */
+const char *bbrx_insn_reg_name(int reg)
+{
+	static const char * const names[] = {
+		"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
+	};
+
+	return reg >= 0 && reg < ARRAY_SIZE(names) ? names[reg] : "?";
+}
+
+/**
+ * bbrx_insn_reg_value() - a register's value in a kprobe's saved registers
+ * @regs: the registers at the probed instruction
+ * @reg: 0-15, as a verifier found it with the helpers above
+ *
+ * Return: the register's content (0 for an invalid @reg).
+ */
+unsigned long bbrx_insn_reg_value(const struct pt_regs *regs, int reg)
+{
+	switch (reg) {
+	case 0: return regs->ax;
+	case 1: return regs->cx;
+	case 2: return regs->dx;
+	case 3: return regs->bx;
+	case 4: return regs->sp;
+	case 5: return regs->bp;
+	case 6: return regs->si;
+	case 7: return regs->di;
+	case 8: return regs->r8;
+	case 9: return regs->r9;
+	case 10: return regs->r10;
+	case 11: return regs->r11;
+	case 12: return regs->r12;
+	case 13: return regs->r13;
+	case 14: return regs->r14;
+	case 15: return regs->r15;
+	}
+	return 0;
+}
+
+/**
+ * bbrx_hook_walk_buf() - decode a run of instructions, one by one
+ * @buf: the instructions (kernel text, or a copy)
+ * @size: bytes to decode
+ * @fn: called for each instruction with its offset in bytes; a non-zero
+ *	return stops the walk
+ * @ctx: passed to @fn
+ * @reason: set to why the walk failed
+ * @rlen: size of @reason
+ *
+ * Decodes with the kernel's own insn_decode(), so a verifier can look for
+ * what instructions do (operands, registers) rather than for their bytes,
+ * which the compiler's register choice changes between builds.
+ *
+ * Return: 0 after the last instruction, @fn's non-zero return, -ENOENT
+ * without the decoder, -ENOEXEC when the bytes do not decode (@reason set
+ * for both).
+ */
+int bbrx_hook_walk_buf(const u8 *buf, size_t size,
+		       int (*fn)(const struct insn *insn, size_t off, void *ctx),
+		       void *ctx, char *reason, size_t rlen)
+{
+	size_t pos;
+	int ret;
+
+	if (!bbrx_insn_decode) {
+		snprintf(reason, rlen, "insn_decode not found");
+		return -ENOENT;
+	}
+	for (pos = 0; pos < size; ) {
+		struct insn insn;
+
+		if (bbrx_insn_decode(&insn, buf + pos,
+				     min_t(size_t, MAX_INSN_SIZE, size - pos),
+				     INSN_MODE_KERN) < 0 || !insn.length) {
+			snprintf(reason, rlen, "text at +%#zx does not decode", pos);
+			return -ENOEXEC;
+		}
+		ret = fn(&insn, pos, ctx);
+		if (ret)
+			return ret;
+		pos += insn.length;
+	}
+	return 0;
+}
+
+/**
+ * bbrx_hook_func_size() - a kernel function's size
+ * @addr: the function's address
+ *
+ * Return: its size in bytes from kallsyms, 0 when unknown or when @addr is
+ * not the start of a symbol.
+ */
+size_t bbrx_hook_func_size(unsigned long addr)
+{
+	unsigned long size, soff;
+
+	if (!bbrx_kallsyms_size || !bbrx_kallsyms_size(addr, &size, &soff) ||
+	    soff)
+		return 0;
+	return size;
+}
+
+/**
+ * bbrx_hook_walk() - decode a whole kernel function, instruction by instruction
+ * @addr: function address (its size from bbrx_hook_func_size())
+ * @fn: as for bbrx_hook_walk_buf()
+ * @ctx: passed to @fn
+ * @reason: set to why the walk failed
+ * @rlen: size of @reason
+ *
+ * Return: as bbrx_hook_walk_buf(); -ENOENT also when the size is unknown.
+ */
+int bbrx_hook_walk(unsigned long addr,
+		   int (*fn)(const struct insn *insn, size_t off, void *ctx),
+		   void *ctx, char *reason, size_t rlen)
+{
+	size_t size = bbrx_hook_func_size(addr);
+
+	if (!size) {
+		snprintf(reason, rlen, "the function size not found");
+		return -ENOENT;
+	}
+	return bbrx_hook_walk_buf((const u8 *)addr, size, fn, ctx, reason, rlen);
+}
+
+/* Relative branch (jcc, jmp, loop/jcxz): its target offset, else -1. */
+static long bbrx_insn_branch_target(const struct insn *insn, size_t off)
+{
+	const u8 op = insn->opcode.bytes[0];
+	bool rel = (op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) ||
+		   op == 0xe9 || op == 0xeb ||
+		   (op == 0x0f && insn->opcode.nbytes == 2 &&
+		    (insn->opcode.bytes[1] & 0xf0) == 0x80);
+
+	if (!rel)
+		return -1;
+	return off + insn->length + insn->immediate.value;
+}
+
+/* Is this a jmp, ret, int3 or ud2, after which control cannot continue? */
+static bool bbrx_insn_ends_flow(const struct insn *insn)
+{
+	const u8 op = insn->opcode.bytes[0];
+
+	return op == 0xe9 || op == 0xeb || op == 0xc3 || op == 0xc2 ||
+	       op == 0xcc ||
+	       (op == 0x0f && insn->opcode.nbytes == 2 &&
+		insn->opcode.bytes[1] == 0x0b);		/* ud2 */
+}
+
+/* jmp *r/m (ff /4, /5): a jump table or tail call through a register. */
+static bool bbrx_insn_indirect_jmp(const struct insn *insn)
+{
+	return insn->opcode.bytes[0] == 0xff &&
+	       (X86_MODRM_REG(insn->modrm.value) == 4 ||
+		X86_MODRM_REG(insn->modrm.value) == 5);
+}
+
+/* bbrx_hook_sole_entry()'s walk: the ways into @off seen so far. */
+struct bbrx_sole_entry {
+	size_t off, from, prev;
+	bool prev_ends;
+	int n;
+	char *reason;
+	size_t rlen;
+};
+
+static int bbrx_sole_entry_step(const struct insn *insn, size_t pos, void *ctx)
+{
+	struct bbrx_sole_entry *se = ctx;
+
+	if (bbrx_insn_indirect_jmp(insn)) {
+		snprintf(se->reason, se->rlen, "indirect jmp at +%#zx", pos);
+		return -ENOEXEC;
+	}
+	if (pos + insn->length == se->off) {
+		se->prev = pos;
+		se->prev_ends = bbrx_insn_ends_flow(insn);
+	}
+	if (bbrx_insn_branch_target(insn, pos) == se->off) {
+		if (pos != se->from) {
+			snprintf(se->reason, se->rlen,
+				 "+%#zx is also reached from +%#zx", se->off, pos);
+			return -ENOEXEC;
+		}
+		se->n++;
+	}
+	return 0;
+}
+
+/**
+ * bbrx_hook_sole_entry() - is an instruction reached from one place only?
+ * @addr: function address
+ * @off: offset of the instruction, bytes
+ * @from: offset of the conditional branch that must be its only way in,
+ *	bytes: either jumping to @off, or right before it and falling through
+ * @reason: set to why not
+ * @rlen: size of @reason
+ *
+ * For a hook that changes what one instruction does for one condition: it
+ * must not also change it for another path merged into the same
+ * instruction. Decodes the whole function (size from kallsyms) with the
+ * kernel's own x86 decoder, insn_decode(), and checks that @off is an
+ * instruction boundary, that its ways in (relative branches to it, and
+ * falling through from the instruction before unless that is a jmp, ret,
+ * int3 or ud2) are exactly one, from @from, and that the function has no
+ * indirect jmp (a jump table could reach any instruction).
+ *
+ * Return: 0; -ENOENT when the decoder or the size cannot be found,
+ * -ENOEXEC when the check fails or the text does not decode; @reason says
+ * why.
+ */
+int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
+			 char *reason, size_t rlen)
+{
+	struct bbrx_sole_entry se = {
+		.off = off, .from = from, .reason = reason, .rlen = rlen,
+	};
+	int err;
+
+	err = bbrx_hook_walk(addr, bbrx_sole_entry_step, &se, reason, rlen);
+	if (err)
+		return err;
+	if (!se.prev) {
+		snprintf(reason, rlen, "+%#zx is not an instruction boundary", off);
+		return -ENOEXEC;
+	}
+	/* Falling through from the instruction before is a way in too. */
+	if (!se.prev_ends) {
+		if (se.prev != from) {
+			snprintf(reason, rlen,
+				 "+%#zx is also reached by falling through from +%#zx",
+				 off, se.prev);
+			return -ENOEXEC;
+		}
+		se.n++;
+	}
+	if (se.n != 1) {
+		snprintf(reason, rlen, "+%#zx is not reached from +%#zx", off, from);
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+/* Is a direct call to @target one to a kernel function known not to block? */
+static bool bbrx_leaf_call(unsigned long target)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(bbrx_leaf_addr); i++)
+		if (bbrx_leaf_addr[i] && target <= bbrx_leaf_addr[i] &&
+		    bbrx_leaf_addr[i] - target <= BBRX_CALL_PAD)
+			return true;
+	return false;
+}
+
+/* A call to bbrx_trace_hook() (or its call-thunk padding)? */
+static bool bbrx_trace_call(unsigned long target)
+{
+	unsigned long fn = (unsigned long)bbrx_trace_hook;
+
+	return target <= fn && fn - target <= BBRX_CALL_PAD;
+}
+
+/* Module functions a replacement calls are checked in turn, this deep. */
+#define BBRX_CALLS_DEPTH	4
+
+static int bbrx_calls_check(unsigned long addr, int depth, bool fault,
+			    char *reason, size_t rlen)
+{
+	unsigned long size, soff;
+	size_t pos, site = bbrx_endbr_len(addr);
+	int err;
+
+	if (!bbrx_insn_decode || !bbrx_kallsyms_size ||
+	    !bbrx_kallsyms_size(addr, &size, &soff)) {
+		snprintf(reason, rlen, "%ps: insn_decode or its size not found",
+			 (void *)addr);
+		return -ENOENT;
+	}
+	/* A call into a function's padding (call thunks): the function. */
+	if (soff && size - soff <= BBRX_CALL_PAD) {
+		addr += size - soff;
+		site = bbrx_endbr_len(addr);
+		if (!bbrx_kallsyms_size(addr, &size, &soff))
+			soff = 1;
+	}
+	if (soff) {
+		snprintf(reason, rlen, "%ps is not a function start", (void *)addr);
+		return -ENOEXEC;
+	}
+	for (pos = 0; pos < size; ) {
+		struct insn insn;
+		unsigned long target;
+		u8 op;
+
+		if (bbrx_insn_decode(&insn, (void *)(addr + pos),
+				     min_t(unsigned long, MAX_INSN_SIZE, size - pos),
+				     INSN_MODE_KERN) < 0 || !insn.length) {
+			snprintf(reason, rlen, "%ps+%#zx does not decode",
+				 (void *)addr, pos);
+			return -ENOEXEC;
+		}
+		op = insn.opcode.bytes[0];
+		if (op == 0xff && (X86_MODRM_REG(insn.modrm.value) == 2 ||
+				   X86_MODRM_REG(insn.modrm.value) == 3)) {
+			snprintf(reason, rlen,
+				 "%ps+%#zx: indirect call (may block on RT)",
+				 (void *)addr, pos);
+			return -ENOEXEC;
+		}
+		if (op == 0xe8 && pos != site) {
+			target = addr + pos + insn.length + insn.immediate.value;
+			if (!fault && bbrx_trace_call(target)) {
+				/* a tracepoint: preemption off (trace.c) */
+			} else if (!fault && within_module(target, THIS_MODULE) &&
+				   depth < BBRX_CALLS_DEPTH) {
+				err = bbrx_calls_check(target, depth + 1, fault,
+						       reason, rlen);
+				if (err)
+					return err;
+			} else if (fault || !bbrx_leaf_call(target)) {
+				snprintf(reason, rlen,
+					 "%ps+%#zx calls %ps (may block on RT)",
+					 (void *)addr, pos, (void *)target);
+				return -ENOEXEC;
+			}
+		}
+		pos += insn.length;
+	}
+	return 0;
+}
+
+/**
+ * bbrx_hook_calls_check() - can a replacement block with its frame live?
+ * @addr: the replacement (module text)
+ * @fault: test only: allow no call at all, so that the check refuses
+ * @reason: set to why not
+ * @rlen: size of @reason
+ *
+ * synchronize_rcu_tasks() counts a blocked task as quiescent, and on
+ * PREEMPT_RT every spinlock_t can block: a replacement that called into the
+ * kernel's transmit path (qdisc and driver locks) and returned afterwards
+ * would leave a return address into module text that rmmod may free.
+ * Decodes the replacement's live text (after the kernel applied
+ * alternatives, retpolines and call thunks) with insn_decode() and refuses
+ * it if it has an indirect call (call *reg, or a call into a retpoline
+ * thunk) or a direct call to anything but the kernel functions of
+ * bbrx_leaf_calls[] and module functions that pass the same check (up to
+ * BBRX_CALLS_DEPTH deep). The compiler ends the autocork replacement with a
+ * tail jump to __tcp_push_pending_frames(); this is what proves it. Each
+ * function's ftrace site is skipped (a NOP unless someone traces it).
+ *
+ * Return: 0 if it cannot block with its frame on the stack; -ENOENT when
+ * the decoder or a size cannot be found, -ENOEXEC otherwise; @reason says
+ * why.
+ */
+int bbrx_hook_calls_check(unsigned long addr, bool fault, char *reason,
+			  size_t rlen)
+{
+	return bbrx_calls_check(addr, 0, fault, reason, rlen);
+}

@@ -256,9 +256,13 @@ enum bbrx_hook_id {
 	BBRX_HOOK_MAX
 };
 
-/* hook.c */
+/* hook_install.c */
 int bbrx_hooks_install(void);
 void bbrx_hooks_remove(void);
+int bbrx_hooks_net_init(struct net *net);
+void bbrx_hooks_net_exit(struct net *net);
+
+/* hook.c; bbrx_trace_hook() is trace.c's */
 bool bbrx_hook_installed(enum bbrx_hook_id id);
 void bbrx_trace_hook(const struct sock *sk, enum bbrx_hook_id hook,
 		     int policy, int decision, u32 value);
@@ -266,8 +270,6 @@ const char *bbrx_hook_name(enum bbrx_hook_id id);
 void bbrx_hook_lock(void);
 void bbrx_hook_unlock(void);
 int bbrx_hook_users(unsigned long mask, int delta);
-int bbrx_hooks_net_init(struct net *net);
-void bbrx_hooks_net_exit(struct net *net);
 bool bbrx_hook_fault(enum bbrx_hook_id id);
 
 /**

@@ -49,41 +49,10 @@
 
 #include "bbrx.h"
 #include "compat.h"
+#include "hook.h"
 #include "verify.h"
 
-enum bbrx_hook_state {
-	BBRX_HOOK_NEW,
-	BBRX_HOOK_INSTALLED,
-	BBRX_HOOK_REFUSED,
-	BBRX_HOOK_DISABLED,
-};
-
-enum bbrx_hook_kind {
-	BBRX_HOOK_REDIRECT,
-	BBRX_HOOK_ENTRY,
-	BBRX_HOOK_KPROBE,
-};
-
-struct bbrx_hook {
-	const char *symbol;	/* exact kallsyms name of the target */
-	const char *inlined_into; /* where to look when symbol is inlined */
-	enum bbrx_hook_kind kind;
-	int (*verify)(unsigned long addr, char *reason, size_t len);
-	bool (*wants)(struct sock *sk);		/* REDIRECT */
-	void *redirect;		/* REDIRECT: replacement with the target's ABI */
-	void (*entry)(struct sock *sk);		/* ENTRY */
-	struct kprobe *kp;	/* KPROBE: .offset set by verify */
-	void (*show)(struct seq_file *seq);	/* extra status, optional */
-	bool lazy;		/* armed only while a netns policy needs it */
-	int users;		/* netns whose policy needs it (bbrx_hook_mutex) */
-
-	enum bbrx_hook_state state;
-	unsigned long addr;
-	struct ftrace_ops fops;
-	char reason[160];	/* a refusal may quote an instruction */
-};
-
-static struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
+struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
 	[BBRX_HOOK_AUTOCORK] = {
 		.symbol = "tcp_push",
 		.kind = BBRX_HOOK_REDIRECT,
@@ -136,18 +105,16 @@ static const char bbrx_hooks_known[] = {
 #include "bbrx_hooks.h"
 };
 
-/* The name of a table row, for messages. */
-static const char *bbrx_hook_str(const struct bbrx_hook *h)
+/**
+ * bbrx_hook_str() - the name of a row of the hook table
+ * @h: a row of bbrx_hooks[]
+ *
+ * Return: a static string, for messages and the status file.
+ */
+const char *bbrx_hook_str(const struct bbrx_hook *h)
 {
 	return bbrx_hook_names[h - bbrx_hooks];
 }
-
-static const char * const bbrx_hook_state_names[] = {
-	[BBRX_HOOK_NEW] = "not-installed",
-	[BBRX_HOOK_INSTALLED] = "installed",
-	[BBRX_HOOK_REFUSED] = "refused",
-	[BBRX_HOOK_DISABLED] = "disabled",
-};
 
 /*
  * Module parameters naming hooks: "disable" skips hooks at load, "fault_verify"
@@ -159,9 +126,9 @@ static const char * const bbrx_hook_state_names[] = {
  * Every hook is installed by default (verified and reported at load; a
  * policy at 0 costs one early return). `disable=all` installs none.
  */
-static unsigned long bbrx_disable_mask;
+unsigned long bbrx_disable_mask;
 static unsigned long bbrx_fault_mask;
-static unsigned long bbrx_fault_calls_mask;
+unsigned long bbrx_fault_calls_mask;
 
 static int bbrx_hook_mask_set(const char *val, const struct kernel_param *kp)
 {
@@ -253,7 +220,12 @@ static bool bbrx_kprobes_disarmed(void)
 	return bbrx_kprobes_all_disarmed && READ_ONCE(*bbrx_kprobes_all_disarmed);
 }
 
-static bool bbrx_ftrace_off(void)
+/**
+ * bbrx_ftrace_off() - is kernel.ftrace_enabled 0 right now?
+ *
+ * Return: true if it is; false also when the switch was not found.
+ */
+bool bbrx_ftrace_off(void)
 {
 	return bbrx_ftrace_enabled && !READ_ONCE(*bbrx_ftrace_enabled);
 }
@@ -265,7 +237,7 @@ static bool bbrx_ftrace_off(void)
  * load). A switch not found leaves its pointer NULL: the status file then
  * cannot tell when another tool turns it off, which is said once here.
  */
-static void bbrx_hook_switches_init(void)
+void bbrx_hook_switches_init(void)
 {
 	bbrx_ftrace_enabled = (void *)bbrx_hook_resolve("ftrace_enabled");
 	bbrx_ftrace_dead = (void *)bbrx_hook_resolve("ftrace_disabled");
@@ -277,11 +249,16 @@ static void bbrx_hook_switches_init(void)
 /* Serialises policy writes that change how many netns need a hook. */
 static DEFINE_MUTEX(bbrx_hook_mutex);
 
-/*
- * Why an installed hook does not act right now, from the live state of
- * ftrace and kprobes (not from install time), or NULL when it does.
+/**
+ * bbrx_hook_inactive() - why an installed hook does not act right now
+ * @h: an installed row of bbrx_hooks[]
+ *
+ * From the live state of ftrace and kprobes (not from install time): other
+ * tools can turn either off under an installed hook.
+ *
+ * Return: the reason, a static string, or NULL when the hook acts.
  */
-static const char *bbrx_hook_inactive(const struct bbrx_hook *h)
+const char *bbrx_hook_inactive(const struct bbrx_hook *h)
 {
 	if (h->kind == BBRX_HOOK_KPROBE) {
 		if (bbrx_kprobes_disarmed())
@@ -417,269 +394,4 @@ int bbrx_hook_users(unsigned long mask, int delta)
 			disable_kprobe(h->kp);
 	}
 	return 0;
-}
-
-/*
- * The ftrace callback of every hook: runs at the target's fentry with the
- * target's arguments in fregs. Never sleeps; returns at its first branch for
- * sockets a hook does not act on.
- */
-static void notrace bbrx_hook_thunk(unsigned long ip, unsigned long parent_ip,
-				    struct ftrace_ops *ops,
-				    struct ftrace_regs *fregs)
-{
-	struct bbrx_hook *h = container_of(ops, struct bbrx_hook, fops);
-	struct sock *sk = (struct sock *)bbrx_fregs_arg0(fregs);
-
-	if (!h->wants(sk))
-		return;
-	bbrx_fregs_set_ip(fregs, (unsigned long)h->redirect);
-}
-
-/* ENTRY hooks: a callback at the target's fentry, the function then runs. */
-static void notrace bbrx_hook_entry_thunk(unsigned long ip,
-					  unsigned long parent_ip,
-					  struct ftrace_ops *ops,
-					  struct ftrace_regs *fregs)
-{
-	struct bbrx_hook *h = container_of(ops, struct bbrx_hook, fops);
-
-	h->entry((struct sock *)bbrx_fregs_arg0(fregs));
-}
-
-static __printf(2, 3) void bbrx_hook_refuse(struct bbrx_hook *h,
-					    const char *fmt, ...)
-{
-	va_list args;
-
-	va_start(args, fmt);
-	vsnprintf(h->reason, sizeof(h->reason), fmt, args);
-	va_end(args);
-	h->state = BBRX_HOOK_REFUSED;
-	pr_warn("bbrx: hook %s (%s) refused: %s\n", bbrx_hook_str(h),
-		h->symbol, h->reason);
-}
-
-static void bbrx_hook_installed_msg(struct bbrx_hook *h)
-{
-	WRITE_ONCE(h->state, BBRX_HOOK_INSTALLED);
-	pr_info("bbrx: hook %s (%s) installed\n", bbrx_hook_str(h), h->symbol);
-}
-
-/*
- * The verifier set kp->offset (a probe inside the function). A lazy probe is
- * registered disabled: verified and placed now, armed by the first policy
- * that needs it (bbrx_hook_users()).
- */
-static void bbrx_hook_install_kprobe(struct bbrx_hook *h)
-{
-	struct kprobe *kp = h->kp;
-	int err;
-
-	kp->addr = (kprobe_opcode_t *)h->addr;
-	kp->symbol_name = NULL;
-	if (h->lazy)
-		kp->flags |= KPROBE_FLAG_DISABLED;
-	err = register_kprobe(kp);
-	if (err) {
-		bbrx_hook_refuse(h, "register_kprobe at +%#x: %d", kp->offset,
-				 err);
-		return;
-	}
-	bbrx_hook_installed_msg(h);
-}
-
-static void bbrx_hook_install(struct bbrx_hook *h, int id)
-{
-	int err;
-
-	if (bbrx_disable_mask & BIT(id)) {
-		h->state = BBRX_HOOK_DISABLED;
-		pr_info("bbrx: hook %s (%s) not installed (module parameter disable=)\n",
-			bbrx_hook_str(h), h->symbol);
-		return;
-	}
-
-	h->addr = bbrx_hook_resolve(h->symbol);
-	if (!h->addr && h->inlined_into) {
-		h->symbol = h->inlined_into;
-		h->addr = bbrx_hook_resolve(h->symbol);
-	}
-	if (!h->addr) {
-		bbrx_hook_refuse(h, "symbol not found or not probeable");
-		return;
-	}
-	err = h->verify(h->addr, h->reason, sizeof(h->reason));
-	if (err) {
-		bbrx_hook_refuse(h, "%s", h->reason);
-		return;
-	}
-	if (h->kind == BBRX_HOOK_REDIRECT) {
-		char why[sizeof(h->reason)];
-
-		if (bbrx_hook_calls_check((unsigned long)h->redirect,
-					  bbrx_fault_calls_mask & BIT(id),
-					  why, sizeof(why))) {
-			bbrx_hook_refuse(h, "%s", why);
-			return;
-		}
-	}
-
-	switch (h->kind) {
-	case BBRX_HOOK_KPROBE:
-		bbrx_hook_install_kprobe(h);
-		return;
-	case BBRX_HOOK_ENTRY:
-		h->fops.func = bbrx_hook_entry_thunk;
-		h->fops.flags = FTRACE_OPS_FL_SAVE_REGS;
-		break;
-	case BBRX_HOOK_REDIRECT:
-		h->fops.func = bbrx_hook_thunk;
-		h->fops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY;
-		break;
-	}
-	/*
-	 * PERMANENT, as livepatch does: kernel.ftrace_enabled=0 would silently
-	 * stop every policy, so that write fails with -EBUSY while bbrx's
-	 * ftrace hooks are installed; with ftrace already off they are refused.
-	 */
-	h->fops.flags |= FTRACE_OPS_FL_PERMANENT;
-	if (bbrx_ftrace_off()) {
-		bbrx_hook_refuse(h, "ftrace disabled (kernel.ftrace_enabled = 0)");
-		return;
-	}
-	err = ftrace_set_filter_ip(&h->fops, h->addr, 0, 0);
-	if (err) {
-		bbrx_hook_refuse(h, "not traceable (ftrace_set_filter_ip: %d)",
-				 err);
-		return;
-	}
-	err = register_ftrace_function(&h->fops);
-	if (err) {
-		ftrace_set_filter_ip(&h->fops, h->addr, 1, 0);
-		if (err == -EBUSY && bbrx_ftrace_off())
-			bbrx_hook_refuse(h, "ftrace disabled (kernel.ftrace_enabled = 0)");
-		else if (err == -EBUSY)
-			bbrx_hook_refuse(h, "IPMODIFY conflict (livepatch or other redirect) on %s",
-					 h->symbol);
-		else
-			bbrx_hook_refuse(h, "register_ftrace_function: %d", err);
-		return;
-	}
-	bbrx_hook_installed_msg(h);
-}
-
-/**
- * bbrx_hooks_install() - resolve, verify and install every hook
- *
- * A hook that fails is refused with its reason (dmesg and
- * /proc/net/bbrx_hooks); the others and the congestion control still work.
- *
- * Return: 0; every hook's own preparation runs in its verifier, and a
- * failure there refuses that hook only.
- */
-int bbrx_hooks_install(void)
-{
-	int i, err;
-
-	err = bbrx_hook_resolver_init();
-	if (err)
-		pr_warn("bbrx: kallsyms_lookup_name not found (%d): every hook will be refused\n",
-			err);
-	else
-		bbrx_hook_switches_init();
-	bbrx_verify_selftest();
-	for (i = 0; i < BBRX_HOOK_MAX; i++)
-		bbrx_hook_install(&bbrx_hooks[i], i);
-	return 0;
-}
-
-/**
- * bbrx_hooks_remove() - remove every installed hook, then wait
- *
- * After this returns no CPU runs the thunk or a replacement.
- */
-void bbrx_hooks_remove(void)
-{
-	bool any = false;
-	int i;
-
-	for (i = 0; i < BBRX_HOOK_MAX; i++) {
-		struct bbrx_hook *h = &bbrx_hooks[i];
-
-		if (h->state != BBRX_HOOK_INSTALLED)
-			continue;
-		WRITE_ONCE(h->state, BBRX_HOOK_NEW);
-		switch (h->kind) {
-		case BBRX_HOOK_KPROBE:
-			unregister_kprobe(h->kp);
-			break;
-		default:
-			unregister_ftrace_function(&h->fops);
-			ftrace_set_filter_ip(&h->fops, h->addr, 1, 0);
-		}
-		any = true;
-	}
-	if (any)
-		synchronize_rcu_tasks();
-}
-
-/*
- * /proc/net/bbrx_hooks: "hook symbol state[: reason]", one hook per line;
- * lazy hooks add " armed=0|1", rcvbuf (unless refused) its per_mss
- * formula. An installed hook that does not act, checked at read time,
- * shows "inactive: reason" (another tool turned ftrace or kprobes off
- * under it).
- */
-static int bbrx_hooks_show(struct seq_file *seq, void *v)
-{
-	int i;
-
-	/* users and the kprobe's arming change together under the lock */
-	bbrx_hook_lock();
-	for (i = 0; i < BBRX_HOOK_MAX; i++) {
-		const struct bbrx_hook *h = &bbrx_hooks[i];
-		enum bbrx_hook_state state = READ_ONCE(h->state);
-		const char *why = NULL;
-
-		if (state == BBRX_HOOK_INSTALLED)
-			why = bbrx_hook_inactive(h);
-		seq_printf(seq, "%s %s %s", bbrx_hook_str(h), h->symbol,
-			   why ? "inactive" : bbrx_hook_state_names[state]);
-		if (state == BBRX_HOOK_REFUSED)
-			seq_printf(seq, ": %s", h->reason);
-		else if (why)
-			seq_printf(seq, ": %s", why);
-		if (state == BBRX_HOOK_INSTALLED && h->lazy)
-			seq_printf(seq, " armed=%d",
-				   !why && !kprobe_disabled(h->kp));
-		if (h->show && state != BBRX_HOOK_REFUSED)
-			h->show(seq);
-		seq_putc(seq, '\n');
-	}
-	bbrx_hook_unlock();
-	return 0;
-}
-
-/**
- * bbrx_hooks_net_init() - show the (global) hook status in a netns
- * @net: the network namespace
- *
- * Return: 0 or -ENOMEM.
- */
-int bbrx_hooks_net_init(struct net *net)
-{
-	if (!proc_create_net_single("bbrx_hooks", 0444, net->proc_net,
-				    bbrx_hooks_show, NULL))
-		return -ENOMEM;
-	return 0;
-}
-
-/**
- * bbrx_hooks_net_exit() - remove the netns' hook status file
- * @net: the network namespace
- */
-void bbrx_hooks_net_exit(struct net *net)
-{
-	remove_proc_entry("bbrx_hooks", net->proc_net);
 }

@@ -6,8 +6,9 @@
  * walk over a function's instructions, the sole-entry check of one
  * instruction and the check that a redirect's replacement cannot block
  * (bbrx_hook_calls_check()). The hook files (autocork.c, tsq.c, rcvbuf.c,
- * delack.c) prove with these the shape their handler depends on; hook.c
- * installs what they accept. Nothing here installs or changes anything.
+ * delack.c) prove with these the shape their handler depends on;
+ * hook_install.c installs what they accept. Nothing here installs or
+ * changes anything.
  */
 #include <linux/kallsyms.h>
 #include <linux/kprobes.h>

@@ -2,7 +2,8 @@
 /*
  * Reading kernel text for the hook verifiers (verify.c): the resolver,
  * pattern and ftrace-site checks, the x86 decoder walk and its register
- * helpers. Included by the files that verify a hook and by hook.c.
+ * helpers. Included by the files that verify a hook, hook.c and
+ * hook_install.c.
  */
 #ifndef _BBRX_VERIFY_H
 #define _BBRX_VERIFY_H

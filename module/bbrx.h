@@ -225,6 +225,9 @@ size_t bbrx_fill_bbr_info(struct sock *sk, u32 ext, int *attr,
 			  u32 pacing_gain, u32 cwnd_gain);
 u32 bbrx_sndbuf_expand(struct sock *sk);
 void bbrx_release(struct sock *sk);
+u32 bbrx_bdp_packets(u32 bw, u32 min_rtt_us, u32 gain);
+struct tcp_sock;
+u32 bbrx_prior_cwnd(const struct tcp_sock *tp, u32 prior, bool cut);
 
 /* The congestion controls (cc_bbrx.c, cc_bbrx3.c), registered by main.c. */
 struct tcp_congestion_ops;

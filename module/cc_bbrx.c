@@ -152,10 +152,9 @@ static void bbrx_save_cwnd(struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx *b = inet_csk_ca(sk);
 
-	if (b->prev_ca_state < TCP_CA_Recovery && b->mode != BBRX_PROBE_RTT)
-		b->prior_cwnd = tcp_snd_cwnd(tp);
-	else	/* already cut: keep the larger, pre-cut value */
-		b->prior_cwnd = max(b->prior_cwnd, tcp_snd_cwnd(tp));
+	b->prior_cwnd = bbrx_prior_cwnd(tp, b->prior_cwnd,
+					b->prev_ca_state >= TCP_CA_Recovery ||
+					b->mode == BBRX_PROBE_RTT);
 }
 
 static void bbrx_enter_probe_bw(struct sock *sk, struct bbrx_net *bn)
@@ -230,14 +229,8 @@ static void bbrx_tx_start(struct sock *sk)
 static u32 bbrx_bdp(const struct sock *sk, u32 bw, int gain)
 {
 	const struct bbrx *b = inet_csk_ca(sk);
-	u64 w;
 
-	if (unlikely(b->min_rtt_us == ~0U))
-		return TCP_INIT_CWND;
-
-	w = (u64)bw * b->min_rtt_us;
-	w = (w * gain) >> GAIN_SCALE;
-	return (u32)((w + BW_UNIT - 1) >> BW_SCALE);
+	return bbrx_bdp_packets(bw, b->min_rtt_us, gain);
 }
 
 /* Room for the bursts TSO/GSO and pacing produce on top of the BDP. */

@@ -221,13 +221,7 @@ static u32 b3_cwnd_gain(const struct bbrx3 *b)
  */
 static u32 b3_bdp(const struct bbrx3 *b, u32 bw, u32 gain)
 {
-	u64 w;
-
-	if (unlikely(b->min_rtt_us == ~0U))
-		return TCP_INIT_CWND;
-	w = (u64)bw * b->min_rtt_us;
-	w = (w * gain) >> BBRX_GAIN_SCALE;
-	return (u32)((w + BW_UNIT - 1) >> BBRX_BW_SCALE);
+	return bbrx_bdp_packets(bw, b->min_rtt_us, gain);
 }
 
 /*
@@ -329,10 +323,9 @@ static void b3_save_cwnd(struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx3 *b = inet_csk_ca(sk);
 
-	if (b->prev_ca_state < TCP_CA_Recovery && b->mode != B3_PROBE_RTT)
-		b->prior_cwnd = tcp_snd_cwnd(tp);
-	else
-		b->prior_cwnd = max(b->prior_cwnd, tcp_snd_cwnd(tp));
+	b->prior_cwnd = bbrx_prior_cwnd(tp, b->prior_cwnd,
+					b->prev_ca_state >= TCP_CA_Recovery ||
+					b->mode == B3_PROBE_RTT);
 }
 
 /*

@@ -241,3 +241,39 @@ u32 bbrx_sndbuf_expand(struct sock *sk)
 {
 	return 3;
 }
+
+/**
+ * bbrx_bdp_packets() - packets in flight that gain x bw x min_rtt allows
+ * @bw: packets per usec << BBRX_BW_SCALE
+ * @min_rtt_us: the model's min_rtt, usec; ~0U before the first RTT sample
+ * @gain: in 1/256
+ *
+ * Return: packets, rounded up; without an RTT sample yet the initial
+ * window (TCP_INIT_CWND).
+ */
+u32 bbrx_bdp_packets(u32 bw, u32 min_rtt_us, u32 gain)
+{
+	u64 w;
+
+	if (unlikely(min_rtt_us == ~0U))
+		return TCP_INIT_CWND;
+	w = (u64)bw * min_rtt_us;
+	w = (w * gain) >> GAIN_SCALE;
+	return (u32)((w + BW_UNIT - 1) >> BW_SCALE);
+}
+
+/**
+ * bbrx_prior_cwnd() - the cwnd to restore after recovery or PROBE_RTT
+ * @tp: the socket
+ * @prior: the value saved so far, packets
+ * @cut: cwnd is already cut (in recovery or PROBE_RTT)
+ *
+ * Saved before a cut so that the model can restore it after; when cwnd is
+ * already cut the larger, pre-cut value is kept.
+ *
+ * Return: the new prior cwnd, packets.
+ */
+u32 bbrx_prior_cwnd(const struct tcp_sock *tp, u32 prior, bool cut)
+{
+	return cut ? max(prior, tcp_snd_cwnd(tp)) : tcp_snd_cwnd(tp);
+}

@@ -228,6 +228,11 @@ void bbrx_release(struct sock *sk);
 u32 bbrx_bdp_packets(u32 bw, u32 min_rtt_us, u32 gain);
 struct tcp_sock;
 u32 bbrx_prior_cwnd(const struct tcp_sock *tp, u32 prior, bool cut);
+bool bbrx_set_pacing(struct sock *sk, bool has_seen_rtt, u32 startup_gain,
+		     u32 bw, u32 gain, bool full_bw_reached);
+bool bbrx_rtt_sample_wins(const struct rate_sample *rs, u32 min_us,
+			  bool expired);
+u32 bbrx_stamp_after_ms(u32 ms);
 
 /* The congestion controls (cc_bbrx.c, cc_bbrx3.c), registered by main.c. */
 struct tcp_congestion_ops;

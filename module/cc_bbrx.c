@@ -141,9 +141,8 @@ static void bbrx_set_pacing_rate(struct sock *sk, const struct bbrx_net *bn,
 	struct bbrx *b = inet_csk_ca(sk);
 	u32 high_gain = bbrx_gain(READ_ONCE(bn->high_gain));
 
-	if (unlikely(!b->has_seen_rtt && tcp_sk(sk)->srtt_us))
-		b->has_seen_rtt = bbrx_init_pacing(sk, high_gain);
-	bbrx_update_pacing(sk, bw, gain, b->full_bw_reached);
+	b->has_seen_rtt = bbrx_set_pacing(sk, b->has_seen_rtt, high_gain, bw,
+					  gain, b->full_bw_reached);
 }
 
 /* Remember cwnd before recovery or PROBE_RTT cut it, to restore it after. */
@@ -625,8 +624,7 @@ static void bbrx_update_min_rtt(struct sock *sk, const struct rate_sample *rs,
 	u32 win = msecs_to_jiffies(READ_ONCE(bn->min_rtt_win_ms));
 	bool expired = after(tcp_jiffies32, b->min_rtt_stamp + win);
 
-	if (rs->rtt_us >= 0 &&
-	    (rs->rtt_us < b->min_rtt_us || (expired && !rs->is_ack_delayed))) {
+	if (bbrx_rtt_sample_wins(rs, b->min_rtt_us, expired)) {
 		b->min_rtt_us = rs->rtt_us;
 		b->min_rtt_stamp = tcp_jiffies32;
 	}
@@ -643,9 +641,8 @@ static void bbrx_update_min_rtt(struct sock *sk, const struct rate_sample *rs,
 		tp->app_limited = (tp->delivered + tcp_packets_in_flight(tp)) ?: 1;
 		if (!b->probe_rtt_done_stamp &&
 		    tcp_packets_in_flight(tp) <= BBRX_MIN_CWND) {
-			b->probe_rtt_done_stamp = tcp_jiffies32 +
-				msecs_to_jiffies(READ_ONCE(bn->probe_rtt_ms));
-			b->probe_rtt_done_stamp |= !b->probe_rtt_done_stamp;
+			b->probe_rtt_done_stamp =
+				bbrx_stamp_after_ms(READ_ONCE(bn->probe_rtt_ms));
 			b->probe_rtt_round_done = 0;
 			bbrx_round_begin(sk);
 		} else if (b->probe_rtt_done_stamp) {

@@ -880,9 +880,7 @@ static void b3_update_min_rtt(struct sock *sk, const struct rate_sample *rs,
 	u32 win = msecs_to_jiffies(READ_ONCE(bn->bbrx3_probe_rtt_win_ms));
 	bool expired = after(tcp_jiffies32, b->probe_rtt_min_stamp + win);
 
-	if (rs->rtt_us >= 0 &&
-	    (rs->rtt_us < b->probe_rtt_min_us ||
-	     (expired && !rs->is_ack_delayed))) {
+	if (bbrx_rtt_sample_wins(rs, b->probe_rtt_min_us, expired)) {
 		b->probe_rtt_min_us = rs->rtt_us;
 		b->probe_rtt_min_stamp = tcp_jiffies32;
 	}
@@ -907,9 +905,8 @@ static void b3_update_min_rtt(struct sock *sk, const struct rate_sample *rs,
 		tp->app_limited = (tp->delivered + tcp_packets_in_flight(tp)) ?: 1;
 		if (!b->probe_rtt_done_stamp &&
 		    tcp_packets_in_flight(tp) <= b3_probe_rtt_cwnd(b)) {
-			b->probe_rtt_done_stamp = tcp_jiffies32 +
-				msecs_to_jiffies(B3_PROBE_RTT_MS);
-			b->probe_rtt_done_stamp |= !b->probe_rtt_done_stamp;
+			b->probe_rtt_done_stamp =
+				bbrx_stamp_after_ms(B3_PROBE_RTT_MS);
 			b->probe_rtt_round_done = 0;
 			b3_start_round(sk);
 		} else if (b->probe_rtt_done_stamp) {
@@ -927,9 +924,8 @@ static void b3_set_pacing_rate(struct sock *sk, u32 bw, u32 gain)
 {
 	struct bbrx3 *b = inet_csk_ca(sk);
 
-	if (unlikely(!b->has_seen_rtt && tcp_sk(sk)->srtt_us))
-		b->has_seen_rtt = bbrx_init_pacing(sk, B3_STARTUP_GAIN);
-	bbrx_update_pacing(sk, bw, gain, b->full_bw_reached);
+	b->has_seen_rtt = bbrx_set_pacing(sk, b->has_seen_rtt, B3_STARTUP_GAIN,
+					  bw, gain, b->full_bw_reached);
 }
 
 /*

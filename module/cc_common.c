@@ -277,3 +277,62 @@ u32 bbrx_prior_cwnd(const struct tcp_sock *tp, u32 prior, bool cut)
 {
 	return cut ? max(prior, tcp_snd_cwnd(tp)) : tcp_snd_cwnd(tp);
 }
+
+/**
+ * bbrx_set_pacing() - pace at gain x bw once the first RTT sample is in
+ * @sk: the socket
+ * @has_seen_rtt: pacing was already set from a real RTT
+ * @startup_gain: the model's STARTUP pacing gain, 1/256
+ * @bw: packets per usec << BBRX_BW_SCALE
+ * @gain: in 1/256
+ * @full_bw_reached: STARTUP is over
+ *
+ * The rate set at .init stood on a 1 ms stand-in RTT; the first real
+ * sample recomputes it at @startup_gain (bbrx_init_pacing()) before
+ * bbrx_update_pacing() applies @gain x @bw.
+ *
+ * Return: the new has_seen_rtt, for the model's state.
+ */
+bool bbrx_set_pacing(struct sock *sk, bool has_seen_rtt, u32 startup_gain,
+		     u32 bw, u32 gain, bool full_bw_reached)
+{
+	if (unlikely(!has_seen_rtt && tcp_sk(sk)->srtt_us))
+		has_seen_rtt = bbrx_init_pacing(sk, startup_gain);
+	bbrx_update_pacing(sk, bw, gain, full_bw_reached);
+	return has_seen_rtt;
+}
+
+/**
+ * bbrx_rtt_sample_wins() - does an ACK's RTT sample replace a min filter?
+ * @rs: the ACK's rate sample (rtt_us < 0: no sample)
+ * @min_us: the filter's value, usec
+ * @expired: the filter's window ran out
+ *
+ * A lower sample always does; once the window ran out any sample does,
+ * except one the receiver's delayed ACK stretched.
+ *
+ * Return: true if the sample becomes the filter's value.
+ */
+bool bbrx_rtt_sample_wins(const struct rate_sample *rs, u32 min_us,
+			  bool expired)
+{
+	return rs->rtt_us >= 0 &&
+	       (rs->rtt_us < min_us || (expired && !rs->is_ack_delayed));
+}
+
+/**
+ * bbrx_stamp_after_ms() - a jiffies stamp some time from now, never 0
+ * @ms: milliseconds from now
+ *
+ * The models keep 0 for "not set" (PROBE_RTT's end), so a stamp that
+ * wraps to 0 is taken one jiffy later.
+ *
+ * Return: tcp_jiffies32 + @ms in jiffies, or 1 for 0.
+ */
+u32 bbrx_stamp_after_ms(u32 ms)
+{
+	u32 stamp = tcp_jiffies32 + msecs_to_jiffies(ms);
+
+	stamp |= !stamp;
+	return stamp;
+}

@@ -5,7 +5,7 @@
 # (bbrx3_round, one per packet-timed round: the state and bounds at the
 # round's end, before that round's own cuts).  Each case checks one rule of
 # Google's BBRv3 release (github.com/google/bbr, branch v3, tcp_bbr.c) that
-# module/bbr3.c follows; the module before each rule was kept fails its case
+# module/cc_bbrx3.c follows; the module before each rule was kept fails its case
 # (docs/results/2026-12-03-bbrx3-signals.md), except signals_random_loss,
 # which guards the first rule from the other side (a bound pinned too low).  Paths: SND -> RTR -> RCV,
 # the rate and buffer on the router, the delay on the ACK path.

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What both congestion controls compute the same way: the pacing rate from
- * a bw and a gain, the burst goal (tso_segs_goal) and its floor, inflight
- * at the departure time, the tcp_bbr_info report for ss(8), and the ops
- * both register unchanged (.release, .sndbuf_expand, .min_tso_segs).
+ * a bw and a gain and its start, the BDP, the prior cwnd, the burst goal
+ * (tso_segs_goal) and its floor, inflight at the departure time, which RTT
+ * sample wins and when a stamp is old, the tcp_bbr_info report for ss(8),
+ * and the ops both register unchanged (.release, .sndbuf_expand,
+ * .min_tso_segs).
  * Units as in the models: bw in packets per usec << BBRX_BW_SCALE, gains
  * in 1/256.
  */

@@ -5,7 +5,7 @@
  * Each hook is one row of bbrx_hooks[]: the kernel function it acts on (by
  * exact symbol name), a verifier that checks the shape the handler depends
  * on (calling convention, instruction bytes, struct offsets), and one of
- * four mechanisms, the least invasive that does the job:
+ * three mechanisms, the least invasive that does the job:
  *
  *   REDIRECT   ftrace IPMODIFY redirect to our replacement (the mechanism
  *              livepatch uses), when a "wants" test on the socket says so

@@ -59,7 +59,7 @@ hooks_usable()
 	echo "$out"
 }
 
-# BBRX_HOOKS: the hooks tcp_bbrx must have (bbrx_hooks[] in module/hook.c),
+# BBRX_HOOKS: the hooks tcp_bbrx must have (module/bbrx_hooks.h),
 # written out here on purpose as the tests' oracle: hook_refusal.sh checks
 # the loaded module's list against it in both directions, so a hook
 # dropped from or added to the module fails there with the difference.

@@ -215,25 +215,6 @@ signals_startup_aggr()
 		"last STARTUP cwnd / (cwnd_gain x BDP): $on with extra_acked_gain $gain0, $off with 0, ACKs in 10 ms slots"
 }
 
-# undo_kprobes add|del: entry kprobe events on bbrx3's .ssthresh and
-# .undo_cwnd, group bbrxsig (removed again at exit).
-undo_kprobes()
-{
-	local fn
-
-	[[ $1 == add || -d $TRACEFS/events/bbrxsig ]] || return 0
-	for fn in bbrx3_ssthresh bbrx3_undo_cwnd; do
-		if [[ $1 == add ]]; then
-			echo "p:bbrxsig/$fn tcp_bbrx:$fn" >>"$TRACEFS/kprobe_events" ||
-				{ echo "# kprobe event on tcp_bbrx:$fn refused"; return 1; }
-		else
-			{ echo 0 >"$TRACEFS/events/bbrxsig/$fn/enable"; } 2>/dev/null
-			{ echo "-:bbrxsig/$fn" >>"$TRACEFS/kprobe_events"; } 2>/dev/null
-		fi
-	done
-	[[ $1 == del ]] || echo 1 >"$TRACEFS/events/bbrxsig/enable"
-}
-
 # undo_episodes TRACE: "undos cut bad examples" from the ring buffer's
 # order: saved = inflight_hi of the first round after an episode began;
 # "cut" if a later round of it shows less; the first round after its undo
@@ -268,7 +249,9 @@ signals_undo()
 		shape_delay "$((SIG_RTT / 2))" "$SIG_BDP" &&
 		ns_sysctl "$SND" net.ipv4.tcp_recovery=3
 	check_err $? "cannot set up the reordering path"
-	undo_kprobes add
+	# an episode begins (the model saves inflight_hi), TCP undoes it
+	kprobe_events_add bbrxsig bbrx3_ssthresh=tcp_bbrx:bbrx3_ssthresh \
+		bbrx3_undo_cwnd=tcp_bbrx:bbrx3_undo_cwnd
 	check_err $? "cannot add the kprobe events"
 	# A cut needs a probe that meets the reordering: a flow may have none
 	# (1-5 in 8 s), so up to three flows until one has.
@@ -280,7 +263,7 @@ signals_undo()
 		undos=$((undos + u)) cuts=$((cuts + c)) bad=$((bad + b))
 		ex+=${res#* * * }
 	done
-	undo_kprobes del
+	kprobe_events_del bbrxsig
 	shape_clear
 	ns_sysctl "$SND" net.ipv4.tcp_recovery="$rec0"
 	((cuts > 0))
@@ -410,7 +393,7 @@ require_command iperf3 jq tc
 require_qdisc fq_codel netem
 require_bbrx
 bbrx_events_setup 8192
-trap 'undo_kprobes del; bbrx_events_cleanup; cleanup' EXIT
+trap 'kprobe_events_del bbrxsig; bbrx_events_cleanup; cleanup' EXIT
 require_topo
 iperf3_server_start || exit 1
 NS_INO=$(netns_ino "$SND")

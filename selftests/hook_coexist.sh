@@ -69,7 +69,6 @@ declare -A EV_FN=([c_push_$SFX]=tcp_push
 		  [c_rsa_$SFX]=$RSA
 		  [c_itr_$SFX]=tcp_init_transfer
 		  [c_edr_$SFX]=tcp_event_data_recv)
-EVENTS_UP=0
 TRACE_BUF_KB=
 KLP=klp_tcp_push
 KLP_KO=$BIN_DIR/klp_tcp_push/klp_tcp_push.ko
@@ -96,31 +95,21 @@ unload_then_events()
 	check_err $? "$w: kprobe events could not be removed"
 }
 
-# events_add: define and enable one entry kprobe event per hooked function.
+# events_add: one entry kprobe event per hooked function, enabled.
 events_add()
 {
 	local ev
+	local -a evs=()
 
 	for ev in "${!EV_FN[@]}"; do
-		echo "p:$EV_GROUP/$ev ${EV_FN[$ev]}" >>"$TRACEFS/kprobe_events" ||
-			{ echo "# kprobe event on ${EV_FN[$ev]} refused"; return 1; }
+		evs+=("$ev=${EV_FN[$ev]}")
 	done
-	EVENTS_UP=1
-	echo 1 >"$TRACEFS/events/$EV_GROUP/enable" ||
-		{ echo "# enabling the kprobe events failed"; return 1; }
+	kprobe_events_add "$EV_GROUP" "${evs[@]}"
 }
 
 events_del()
 {
-	local ev
-
-	[[ $EVENTS_UP -eq 1 ]] || return 0
-	echo 0 >"$TRACEFS/events/$EV_GROUP/enable" 2>/dev/null
-	for ev in "${!EV_FN[@]}"; do
-		echo "-:$EV_GROUP/$ev" >>"$TRACEFS/kprobe_events" 2>/dev/null
-	done
-	EVENTS_UP=0
-	! [[ -d $TRACEFS/events/$EV_GROUP ]]
+	kprobe_events_del "$EV_GROUP"
 }
 
 # events_hits FILE: "event nhit" lines of our events from kprobe_profile.

@@ -891,22 +891,38 @@ path_bottleneck()
 shape_bottleneck()
 {
 	local rate=$1 buf=$2 loss=$3
-	local burst pkts
+	local pkts
 
-	# 2 ms worth of tokens, at least 10 full frames.
-	burst=$(awk -v r="$rate" 'BEGIN { b = r * 1e6 / 8 * 0.002; if (b < 15140) b = 15140; printf "%d", b }')
 	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
 	if [[ -z $loss ]]; then
 		tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: \
-			tbf rate "${rate}mbit" burst "$burst" limit "$buf"
+			tbf rate "${rate}mbit" burst "$(shape_burst "$rate")" limit "$buf"
 	else
 		pkts=$(( buf / 1514 > 10 ? buf / 1514 : 10 ))
-		tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: htb default 1 &&
-		tc -n "$RTR" class add dev "$RTR_IF_R" parent 1: classid 1:1 \
-			htb rate "${rate}mbit" ceil "${rate}mbit" burst "$burst" cburst "$burst" &&
-		tc -n "$RTR" qdisc add dev "$RTR_IF_R" parent 1:1 handle 10: \
-			netem loss "${loss}%" limit "$pkts"
+		shape_rate_netem "$rate" loss "${loss}%" limit "$pkts"
 	fi
+}
+
+# shape_burst RATE_MBIT: a shaper's bucket, 2 ms worth of tokens and at
+# least 10 full frames.
+shape_burst()
+{
+	awk -v r="$1" 'BEGIN { b = r * 1e6 / 8 * 0.002; if (b < 15140) b = 15140; printf "%d", b }'
+}
+
+# shape_rate_netem RATE_MBIT NETEM_ARGS...: the router's egress toward the
+# receiver at RATE (htb, shape_burst) into a netem with those arguments.
+shape_rate_netem()
+{
+	local rate=$1 burst
+
+	shift
+	burst=$(shape_burst "$rate")
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: htb default 1 &&
+	tc -n "$RTR" class add dev "$RTR_IF_R" parent 1: classid 1:1 \
+		htb rate "${rate}mbit" ceil "${rate}mbit" burst "$burst" cburst "$burst" &&
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" parent 1:1 handle 10: netem "$@"
 }
 
 # shape_loss LOSS_PCT: no rate limit, per-packet random loss on the router's
@@ -943,16 +959,11 @@ shape_ack_slots()
 }
 
 # shape_reorder RATE_MBIT DELAY_MS PCT GAP: the router's egress toward the
-# receiver at RATE (htb) through a netem that delays packets DELAY_MS but
-# sends every GAPth one at once, ahead of the others, with PCT% chance.
+# receiver at RATE through a netem that delays packets DELAY_MS but sends
+# every GAPth one at once, ahead of the others, with PCT% chance.
 shape_reorder()
 {
-	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
-	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: htb default 1 &&
-	tc -n "$RTR" class add dev "$RTR_IF_R" parent 1: classid 1:1 \
-		htb rate "${1}mbit" ceil "${1}mbit" burst 15140 cburst 15140 &&
-	tc -n "$RTR" qdisc add dev "$RTR_IF_R" parent 1:1 handle 10: \
-		netem delay "${2}ms" reorder "$3%" gap "$4" limit 1000
+	shape_rate_netem "$1" delay "${2}ms" reorder "$3%" gap "$4" limit 1000
 }
 
 # shape_policer RATE_MBIT BURST_BYTES: a token-bucket policer (tc police,
@@ -1480,6 +1491,36 @@ trace_start()
 		echo 1 >"$EV_DIR/$e/enable" || return 1
 	done
 	echo 1 >"$TRACEFS/tracing_on"
+}
+
+# kprobe_events_add GROUP NAME=TARGET...: an entry kprobe event GROUP/NAME
+# on each TARGET (a symbol; MODULE:symbol for a module's), then the group
+# enabled.  Says which the kernel refused.
+kprobe_events_add()
+{
+	local g=$1 e
+
+	shift
+	for e in "$@"; do
+		echo "p:$g/${e%%=*} ${e#*=}" >>"$TRACEFS/kprobe_events" ||
+			{ echo "# kprobe event on ${e#*=} refused"; return 1; }
+	done
+	echo 1 >"$TRACEFS/events/$g/enable" ||
+		{ echo "# enabling the kprobe events of $g failed"; return 1; }
+}
+
+# kprobe_events_del GROUP: every kprobe event of GROUP off and removed;
+# fails if the group is still there.
+kprobe_events_del()
+{
+	local g=$1 ev
+
+	[[ -n ${TRACEFS:-} && -d $TRACEFS/events/$g ]] || return 0
+	{ echo 0 >"$TRACEFS/events/$g/enable"; } 2>/dev/null
+	for ev in $(sed -n "s|^[pr]:$g/\([^ ]*\) .*|\1|p" "$TRACEFS/kprobe_events"); do
+		{ echo "-:$g/$ev" >>"$TRACEFS/kprobe_events"; } 2>/dev/null
+	done
+	! [[ -d $TRACEFS/events/$g ]]
 }
 
 # trace_stop FILE: every bbrx event off, the buffer into FILE; prints the

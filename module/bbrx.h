@@ -184,7 +184,7 @@ enum bbrx_trace_decision {
 /*
  * One packet-timed round of a model, for the bbrx_round and bbrx3_round
  * trace events; filled only while the event is enabled: the model sets
- * the fields down to ce, bbrx_trace_round_fill() the rest.
+ * the fields down to tx_in_flight, bbrx_trace_round_fill() the rest.
  */
 struct bbrx_trace_round {
 	u32 mode;		/* STARTUP, DRAIN, PROBE_BW, PROBE_RTT: 0-3 */
@@ -198,7 +198,14 @@ struct bbrx_trace_round {
 	u32 delivered;		/* packets delivered in the round */
 	u32 lost;		/* packets marked lost in the round */
 	u32 ce;			/* packets delivered CE-marked in the round */
+	u32 max_bw;		/* bbrx3: max_bw before bw_lo; bbrx: bw */
+	u32 bw_lo;		/* bbrx3: bw_lo, 0 = no bound; bbrx: 0 */
+	u32 tx_in_flight;	/* bbrx3: packets in flight when the acked
+				 * data was sent, 0 = not known; bbrx: 0
+				 */
 	u64 bw_bytes;		/* bw in bytes/s */
+	u64 max_bw_bytes;	/* max_bw in bytes/s */
+	u64 bw_lo_bytes;	/* bw_lo in bytes/s, 0 = no bound */
 	u64 pacing_rate;	/* sk_pacing_rate, bytes/s */
 	u32 netns;		/* the netns' inode number */
 	u32 cwnd;		/* packets */
@@ -206,9 +213,30 @@ struct bbrx_trace_round {
 	u32 ce_pm;		/* ce / delivered, per-mille */
 	u16 sport;		/* local port */
 	u16 dport;		/* remote port */
+	u8 ca_state;		/* icsk_ca_state: TCP_CA_Open .. TCP_CA_Loss */
 };
 
 void bbrx_trace_round_fill(const struct sock *sk, struct bbrx_trace_round *r);
+
+/*
+ * A change of bbrx3's state on an ACK (the bbrx3_state event): mode, PROBE_BW
+ * phase and whether the connection is in loss recovery, before and after,
+ * with the connection's running totals, so that time and losses can be
+ * charged to the state they happened in.
+ */
+struct bbrx_trace_state {
+	u32 mode;		/* after the ACK: 0-3, as bbrx_trace_round */
+	u32 phase;		/* after the ACK: DOWN..UP 0-3, 4 = none */
+	u32 prev_mode;		/* before the ACK */
+	u32 prev_phase;		/* before the ACK */
+	u32 inflight_hi;	/* packets, 0 = no bound */
+	u32 inflight_lo;	/* packets, 0 = no bound */
+	u32 delivered;		/* tp->delivered: packets since the start */
+	u32 lost;		/* tp->lost: packets since the start */
+	u32 cwnd;		/* packets */
+	u8 ca_state;		/* icsk_ca_state after the ACK */
+	u8 prev_ca_state;	/* icsk_ca_state the model saw last */
+};
 
 /* cc_common.c: the steps both models compute the same way */
 u64 bbrx_rate_bytes(const struct sock *sk, u64 bw, int gain);

@@ -5,6 +5,8 @@
  * Per round per flow (a packet-timed round, as each model counts them):
  *   bbrx_round    the v1 model (cc_bbrx.c)
  *   bbrx3_round   the v3 model (cc_bbrx3.c)
+ * Per change of state per flow:
+ *   bbrx3_state   mode, PROBE_BW phase or loss recovery (cc_bbrx3.c)
  * Per hook decision, one event per hook:
  *   bbrx_autocork corked / declined         (autocork.c)
  *   bbrx_tsq      single_skb / withheld     (tsq.c)
@@ -29,6 +31,11 @@
 
 #include "bbrx.h"
 
+TRACE_DEFINE_ENUM(TCP_CA_Open);
+TRACE_DEFINE_ENUM(TCP_CA_Disorder);
+TRACE_DEFINE_ENUM(TCP_CA_CWR);
+TRACE_DEFINE_ENUM(TCP_CA_Recovery);
+TRACE_DEFINE_ENUM(TCP_CA_Loss);
 TRACE_DEFINE_ENUM(BBRX_TRACE_CORKED);
 TRACE_DEFINE_ENUM(BBRX_TRACE_DECLINED);
 TRACE_DEFINE_ENUM(BBRX_TRACE_SINGLE_SKB);
@@ -38,6 +45,20 @@ TRACE_DEFINE_ENUM(BBRX_TRACE_GROWN);
 TRACE_DEFINE_ENUM(BBRX_TRACE_PUSH_MARKED);
 TRACE_DEFINE_ENUM(BBRX_TRACE_PUSH_SUPPRESSED);
 
+/* Names of the numbers the events carry, for their text form. */
+#define BBRX_PRINT_MODE(m)						\
+	__print_symbolic(m, { 0, "STARTUP" }, { 1, "DRAIN" },		\
+			 { 2, "PROBE_BW" }, { 3, "PROBE_RTT" })
+#define BBRX_PRINT_PHASE(p)						\
+	__print_symbolic(p, { 0, "DOWN" }, { 1, "CRUISE" },		\
+			 { 2, "REFILL" }, { 3, "UP" }, { 4, "-" })
+#define BBRX_PRINT_CA_STATE(c)						\
+	__print_symbolic(c, { TCP_CA_Open, "Open" },			\
+			 { TCP_CA_Disorder, "Disorder" },		\
+			 { TCP_CA_CWR, "CWR" },				\
+			 { TCP_CA_Recovery, "Recovery" },		\
+			 { TCP_CA_Loss, "Loss" })
+
 /*
  * Round fields (struct bbrx_trace_round, filled by bbrx_trace_round_fill()):
  * bw and pacing_rate in bytes/s, min_rtt in usec, cwnd and inflight_hi/lo
@@ -45,7 +66,10 @@ TRACE_DEFINE_ENUM(BBRX_TRACE_PUSH_SUPPRESSED);
  * delivered/lost/ce in packets during the round that just ended, and
  * loss_pm/ce_pm the round's loss rate (lost / (delivered + lost)) and CE
  * fraction (ce / delivered) in per-mille, as bbrx3 compares them with its
- * thresholds.
+ * thresholds, and ca_state the connection's congestion state. bbrx3_round
+ * also prints bw's two terms, max_bw and bw_lo (bytes/s, 0 = no bound),
+ * and tx_in_flight, the packets in flight when the round-ending ACK's data
+ * was sent (0 = not known).
  */
 DECLARE_EVENT_CLASS(bbrx_round_class,
 		    TP_PROTO(const struct sock *sk,
@@ -57,7 +81,10 @@ DECLARE_EVENT_CLASS(bbrx_round_class,
 				     __field(u16, dport)
 				     __field(u8, mode)
 				     __field(u8, phase)
+				     __field(u8, ca_state)
 				     __field(u64, bw)
+				     __field(u64, max_bw)
+				     __field(u64, bw_lo)
 				     __field(u64, pacing_rate)
 				     __field(u32, min_rtt_us)
 				     __field(u32, cwnd)
@@ -69,14 +96,18 @@ DECLARE_EVENT_CLASS(bbrx_round_class,
 				     __field(u32, lost)
 				     __field(u32, ce)
 				     __field(u32, loss_pm)
-				     __field(u32, ce_pm)),
+				     __field(u32, ce_pm)
+				     __field(u32, tx_in_flight)),
 		    TP_fast_assign(__entry->skaddr = sk;
 				   __entry->netns = r->netns;
 				   __entry->sport = r->sport;
 				   __entry->dport = r->dport;
 				   __entry->mode = r->mode;
 				   __entry->phase = r->phase;
+				   __entry->ca_state = r->ca_state;
 				   __entry->bw = r->bw_bytes;
+				   __entry->max_bw = r->max_bw_bytes;
+				   __entry->bw_lo = r->bw_lo_bytes;
 				   __entry->pacing_rate = r->pacing_rate;
 				   __entry->min_rtt_us = r->min_rtt_us;
 				   __entry->cwnd = r->cwnd;
@@ -88,8 +119,9 @@ DECLARE_EVENT_CLASS(bbrx_round_class,
 				   __entry->lost = r->lost;
 				   __entry->ce = r->ce;
 				   __entry->loss_pm = r->loss_pm;
-				   __entry->ce_pm = r->ce_pm;),
-		    TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%u bw=%llu pacing_rate=%llu min_rtt_us=%u cwnd=%u pacing_gain=%u cwnd_gain=%u inflight_hi=%u inflight_lo=%u delivered=%u lost=%u ce=%u loss_pm=%u ce_pm=%u",
+				   __entry->ce_pm = r->ce_pm;
+				   __entry->tx_in_flight = r->tx_in_flight;),
+		    TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%u bw=%llu pacing_rate=%llu min_rtt_us=%u cwnd=%u pacing_gain=%u cwnd_gain=%u inflight_hi=%u inflight_lo=%u delivered=%u lost=%u ce=%u loss_pm=%u ce_pm=%u ca_state=%s",
 			      __entry->netns, __entry->sport, __entry->dport,
 			      __print_symbolic(__entry->mode,
 					       { 0, "STARTUP" }, { 1, "DRAIN" },
@@ -100,7 +132,8 @@ DECLARE_EVENT_CLASS(bbrx_round_class,
 			      __entry->pacing_gain, __entry->cwnd_gain,
 			      __entry->inflight_hi, __entry->inflight_lo,
 			      __entry->delivered, __entry->lost, __entry->ce,
-			      __entry->loss_pm, __entry->ce_pm)
+			      __entry->loss_pm, __entry->ce_pm,
+			      BBRX_PRINT_CA_STATE(__entry->ca_state))
 );
 
 /* bbrx: phase is PROBE_BW's cycle index, 0 = probe up, 1 = down. */
@@ -115,7 +148,7 @@ DEFINE_EVENT_PRINT(bbrx_round_class, bbrx3_round,
 		   TP_PROTO(const struct sock *sk,
 			    const struct bbrx_trace_round *r),
 		   TP_ARGS(sk, r),
-		   TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%s bw=%llu pacing_rate=%llu min_rtt_us=%u cwnd=%u pacing_gain=%u cwnd_gain=%u inflight_hi=%u inflight_lo=%u delivered=%u lost=%u ce=%u loss_pm=%u ce_pm=%u",
+		   TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%s bw=%llu pacing_rate=%llu min_rtt_us=%u cwnd=%u pacing_gain=%u cwnd_gain=%u inflight_hi=%u inflight_lo=%u delivered=%u lost=%u ce=%u loss_pm=%u ce_pm=%u ca_state=%s max_bw=%llu bw_lo=%llu tx_in_flight=%u",
 			     __entry->netns, __entry->sport, __entry->dport,
 			     __print_symbolic(__entry->mode,
 					      { 0, "STARTUP" }, { 1, "DRAIN" },
@@ -130,7 +163,61 @@ DEFINE_EVENT_PRINT(bbrx_round_class, bbrx3_round,
 			     __entry->pacing_gain, __entry->cwnd_gain,
 			     __entry->inflight_hi, __entry->inflight_lo,
 			     __entry->delivered, __entry->lost, __entry->ce,
-			     __entry->loss_pm, __entry->ce_pm)
+			     __entry->loss_pm, __entry->ce_pm,
+			     BBRX_PRINT_CA_STATE(__entry->ca_state),
+			     __entry->max_bw, __entry->bw_lo,
+			     __entry->tx_in_flight)
+);
+
+/*
+ * bbrx3_state: bbrx3's mode, PROBE_BW phase or recovery changed on an ACK
+ * (RTO's TCP_CA_Loss shows on the first ACK after it). delivered and lost
+ * are the connection's totals, so that the packets lost between two events
+ * belong to the state the first one entered.
+ */
+TRACE_EVENT(bbrx3_state,
+	    TP_PROTO(const struct sock *sk, const struct bbrx_trace_state *s),
+	    TP_ARGS(sk, s),
+	    TP_STRUCT__entry(__field(const void *, skaddr)
+			     __field(u32, netns)
+			     __field(u16, sport)
+			     __field(u16, dport)
+			     __field(u8, mode)
+			     __field(u8, phase)
+			     __field(u8, ca_state)
+			     __field(u8, prev_mode)
+			     __field(u8, prev_phase)
+			     __field(u8, prev_ca_state)
+			     __field(u32, inflight_hi)
+			     __field(u32, inflight_lo)
+			     __field(u32, delivered)
+			     __field(u32, lost)
+			     __field(u32, cwnd)),
+	    TP_fast_assign(__entry->skaddr = sk;
+			   __entry->netns = sock_net(sk)->ns.inum;
+			   __entry->sport = ntohs(inet_sk(sk)->inet_sport);
+			   __entry->dport = ntohs(inet_sk(sk)->inet_dport);
+			   __entry->mode = s->mode;
+			   __entry->phase = s->phase;
+			   __entry->ca_state = s->ca_state;
+			   __entry->prev_mode = s->prev_mode;
+			   __entry->prev_phase = s->prev_phase;
+			   __entry->prev_ca_state = s->prev_ca_state;
+			   __entry->inflight_hi = s->inflight_hi;
+			   __entry->inflight_lo = s->inflight_lo;
+			   __entry->delivered = s->delivered;
+			   __entry->lost = s->lost;
+			   __entry->cwnd = s->cwnd;),
+	    TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%s ca_state=%s prev_mode=%s prev_phase=%s prev_ca_state=%s inflight_hi=%u inflight_lo=%u delivered=%u lost=%u cwnd=%u",
+		      __entry->netns, __entry->sport, __entry->dport,
+		      BBRX_PRINT_MODE(__entry->mode),
+		      BBRX_PRINT_PHASE(__entry->phase),
+		      BBRX_PRINT_CA_STATE(__entry->ca_state),
+		      BBRX_PRINT_MODE(__entry->prev_mode),
+		      BBRX_PRINT_PHASE(__entry->prev_phase),
+		      BBRX_PRINT_CA_STATE(__entry->prev_ca_state),
+		      __entry->inflight_hi, __entry->inflight_lo,
+		      __entry->delivered, __entry->lost, __entry->cwnd)
 );
 
 /*

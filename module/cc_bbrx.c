@@ -272,6 +272,7 @@ static void bbrx_trace_round_end(struct sock *sk)
 		.mode = b->mode,
 		.phase = b->cycle_idx,
 		.bw = bbrx_bw(sk),
+		.max_bw = bbrx_bw(sk),
 		.min_rtt_us = b->min_rtt_us,
 		.pacing_gain = b->pacing_gain,
 		.cwnd_gain = b->cwnd_gain,

@@ -635,6 +635,12 @@ static void b3_update_cycle_phase(struct sock *sk,
 	}
 }
 
+/* A PROBE_BW phase, or B3_TRACE_NO_PHASE outside PROBE_BW. */
+static u32 b3_trace_phase(u32 mode, u32 state)
+{
+	return mode == B3_PROBE_BW ? state : B3_TRACE_NO_PHASE;
+}
+
 /* The bbrx3_round trace event for the round ending on this ACK. */
 static void b3_trace_round_end(struct sock *sk, u32 delivered, u32 lost,
 			       u32 ce)
@@ -642,8 +648,10 @@ static void b3_trace_round_end(struct sock *sk, u32 delivered, u32 lost,
 	const struct bbrx3 *b = inet_csk_ca(sk);
 	struct bbrx_trace_round r = {
 		.mode = b->mode,
-		.phase = b->mode == B3_PROBE_BW ? b->state : B3_TRACE_NO_PHASE,
+		.phase = b3_trace_phase(b->mode, b->state),
 		.bw = b3_bw(b),
+		.max_bw = b3_max_bw(b),
+		.bw_lo = b->bw_lo == B3_UNSET ? 0 : b->bw_lo,
 		.min_rtt_us = b->min_rtt_us,
 		.pacing_gain = b3_pacing_gain(b),
 		.cwnd_gain = b3_cwnd_gain(b),
@@ -1002,12 +1010,44 @@ done:
 	tcp_snd_cwnd_set(tp, min(cwnd, tp->snd_cwnd_clamp));
 }
 
+/*
+ * The bbrx3_state event, if this ACK changed the mode, the PROBE_BW phase
+ * or whether the connection is in loss recovery. prev_ca_state is the
+ * congestion state the model last acted on (b3_recovery_cwnd(), RTO).
+ */
+static void b3_trace_state(struct sock *sk, u32 mode, u32 state, u8 ca_prev)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	const struct bbrx3 *b = inet_csk_ca(sk);
+	u8 ca = inet_csk(sk)->icsk_ca_state;
+	bool rec = ca >= TCP_CA_Recovery, rec_prev = ca_prev >= TCP_CA_Recovery;
+	struct bbrx_trace_state s;
+
+	if (b->mode == mode && b->state == state && rec == rec_prev)
+		return;
+	s = (struct bbrx_trace_state) {
+		.mode = b->mode,
+		.phase = b3_trace_phase(b->mode, b->state),
+		.prev_mode = mode,
+		.prev_phase = b3_trace_phase(mode, state),
+		.inflight_hi = b->inflight_hi == B3_UNSET ? 0 : b->inflight_hi,
+		.inflight_lo = b->inflight_lo == B3_UNSET ? 0 : b->inflight_lo,
+		.delivered = tp->delivered,
+		.lost = tp->lost,
+		.cwnd = tcp_snd_cwnd(tp),
+		.ca_state = ca,
+		.prev_ca_state = ca_prev,
+	};
+	trace_bbrx3_state(sk, &s);
+}
+
 /* .cong_control: the per-ACK model update, in [D 5.2.3]'s order. */
 static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
 {
 	struct bbrx_net *bn = bbrx_sk_net(sk);
 	struct bbrx3 *b = inet_csk_ca(sk);
-	u32 bw_sample = 0, bw;
+	u32 bw_sample = 0, bw, mode0 = b->mode, state0 = b->state;
+	u8 ca0 = b->prev_ca_state;
 
 	/*
 	 * An active open's SYN-ACK is acked before tcp_init_transfer() calls
@@ -1035,6 +1075,8 @@ static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
 	bw = b3_bw(b);
 	b3_set_pacing_rate(sk, bw, b3_pacing_gain(b));
 	b3_set_cwnd(sk, bn, rs, bw);
+	if (trace_bbrx3_state_enabled())
+		b3_trace_state(sk, mode0, state0, ca0);
 }
 
 /* Sending starts with nothing in flight: as bbrx_tx_start() (cc_bbrx.c). */
@@ -1049,10 +1091,13 @@ static void bbrx3_tx_start(struct sock *sk)
 	/* restarting from idle: do not burst at a probing gain */
 	b->idle_restart = 1;
 	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
-	if (b->mode == B3_PROBE_BW)
+	if (b->mode == B3_PROBE_BW) {
 		b3_set_pacing_rate(sk, b3_bw(b), GAIN_UNIT);
-	else if (b->mode == B3_PROBE_RTT)
-		b3_check_probe_rtt_done(sk);
+	} else if (b->mode == B3_PROBE_RTT && b3_check_probe_rtt_done(sk) &&
+		   trace_bbrx3_state_enabled()) {
+		/* PROBE_RTT ended here, not on an ACK */
+		b3_trace_state(sk, B3_PROBE_RTT, B3_DOWN, b->prev_ca_state);
+	}
 }
 
 static void bbrx3_init(struct sock *sk)

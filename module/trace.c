@@ -6,14 +6,21 @@
 #define CREATE_TRACE_POINTS
 #include "bbrx_trace.h"
 
+/* A model's bw (packets per usec << BBRX_BW_SCALE) in bytes/s. */
+static u64 bbrx_trace_bytes(const struct tcp_sock *tp, u32 bw)
+{
+	return ((u64)bw * tp->mss_cache * USEC_PER_SEC) >> BBRX_BW_SCALE;
+}
+
 /**
  * bbrx_trace_round_fill() - complete a round for its trace event
  * @sk: the flow's socket
- * @r: the round, with the model's fields (mode .. ce) set
+ * @r: the round, with the model's fields (mode .. tx_in_flight) set
  *
- * Sets the socket's identity (netns inode, ports), cwnd and pacing_rate,
- * bw in bytes/s and the round's loss and CE fractions in per-mille. Called
- * only while bbrx_round or bbrx3_round is enabled.
+ * Sets the socket's identity (netns inode, ports), cwnd, pacing_rate and
+ * ca_state, bw, max_bw and bw_lo in bytes/s and the round's loss and CE
+ * fractions in per-mille. Called only while bbrx_round or bbrx3_round is
+ * enabled.
  */
 void bbrx_trace_round_fill(const struct sock *sk, struct bbrx_trace_round *r)
 {
@@ -25,8 +32,10 @@ void bbrx_trace_round_fill(const struct sock *sk, struct bbrx_trace_round *r)
 	r->dport = ntohs(inet_sk(sk)->inet_dport);
 	r->cwnd = tcp_snd_cwnd(tp);
 	r->pacing_rate = READ_ONCE(sk->sk_pacing_rate);
-	r->bw_bytes = ((u64)r->bw * tp->mss_cache * USEC_PER_SEC) >>
-		      BBRX_BW_SCALE;
+	r->bw_bytes = bbrx_trace_bytes(tp, r->bw);
+	r->max_bw_bytes = bbrx_trace_bytes(tp, r->max_bw);
+	r->bw_lo_bytes = bbrx_trace_bytes(tp, r->bw_lo);
+	r->ca_state = inet_csk(sk)->icsk_ca_state;
 	r->loss_pm = tot ? div64_u64((u64)r->lost * 1000, tot) : 0;
 	r->ce_pm = r->delivered ? div_u64((u64)r->ce * 1000, r->delivered) : 0;
 }

@@ -31,7 +31,12 @@
 #                 inflight_hi exactly when its counters say it set one
 #                 (Bbrx3InflightHiLoss/HiEcn/StartupExitCong), which the
 #                 shallow buffer must make happen, and its phases are
-#                 named DOWN/CRUISE/REFILL/UP.
+#                 named DOWN/CRUISE/REFILL/UP; in each of its rounds bw is
+#                 min(max_bw, bw_lo).  bbrx3_state, on in the bbrx3 flow
+#                 (off in the bbrx one): at least STARTUP's end, each
+#                 event a change of mode, phase or recovery whose prev_
+#                 fields are the state the event before entered, totals
+#                 of delivered and lost never falling.
 #   trace_hooks   each hook decision with its policy on (scope 1), one 2 s
 #                 flow each: autocork 1 corked, autocork 3 declined (500-byte
 #                 writes; tbf on the sender's NIC so skbs stay charged),
@@ -128,9 +133,48 @@ check_model()
 	ROUND_MSG+="$cc $n rounds ($(calc "$n * $PATH_RTT / ${ROUND_WALL_MS[$cc]}") per $PATH_RTT ms of ${ROUND_WALL_MS[$cc]} ms), $pbw in PROBE_BW, min_rtt $rtt us, bw median $(calc "$bwmed * 8 / 1e6") Mbit/s (goodput $gp), delivered $dsum, lost $lsum (rtx $rtx); "
 }
 
+# check_bw_terms FILE: in every bbrx3 round bw is the smaller of max_bw
+# and bw_lo (0: no bound), and max_bw is set.
+check_bw_terms()
+{
+	local bad
+
+	bad=$(awk '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		want = v["max_bw"]
+		if (v["bw_lo"] > 0 && v["bw_lo"] < want) want = v["bw_lo"]
+		if (v["max_bw"] == "" || v["bw"] != want || v["max_bw"] < 1) { n++; if (!ex) ex = $0 }
+	} END { print n + 0, ex }' "$1")
+	[[ ${bad%% *} == 0 ]]
+	check_err $? "bbrx3: ${bad%% *} rounds whose bw is not min(max_bw, bw_lo), e.g. ${bad#* }"
+}
+
+# check_states FILE: bbrx3_state events of one flow: at least STARTUP's
+# end, each one's prev_mode/prev_phase the state the one before entered
+# (the first leaves STARTUP), a change in each, lost and delivered never
+# falling.
+check_states()
+{
+	local n bad
+
+	n=$(wc -l <"$1")
+	bad=$(awk '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		want = NR == 1 ? "STARTUP -" : m " " p
+		if (v["prev_mode"] " " v["prev_phase"] != want ||
+		    (v["mode"] == v["prev_mode"] && v["phase"] == v["prev_phase"] &&
+		     (v["ca_state"] ~ /Recovery|Loss/) == (v["prev_ca_state"] ~ /Recovery|Loss/)) ||
+		    v["lost"] + 0 < l || v["delivered"] + 0 < d) { c++; if (!ex) ex = NR ": " $0 }
+		m = v["mode"]; p = v["phase"]; l = v["lost"]; d = v["delivered"]
+	} END { print c + 0, ex }' "$1")
+	((n > 0)) && [[ ${bad%% *} == 0 ]]
+	check_err $? "bbrx3: $n state events, ${bad%% *} out of sequence (${bad#* })"
+	ROUND_MSG+="bbrx3 $n state changes; "
+}
+
 trace_rounds()
 {
-	local cc ino of hi phases h0 h1 t0
+	local cc ino of hi phases h0 h1 t0 evs
 
 	ino=$(netns_ino "$SND")
 	declare -gA STARTUP_GAIN=([bbrx]=739 [bbrx3]=710) ROUND_WALL_MS=()
@@ -138,9 +182,10 @@ trace_rounds()
 	shape_bottleneck "$ROUND_RATE" "$ROUND_BUF" && shape_delay "$PATH_RTT" "$PATH_BDP"
 	check_err $? "shaping failed"
 	for cc in bbrx bbrx3; do
-		[[ $cc == bbrx3 ]] && h0=$(bbrx3_hi_count)
-		trace_start "${cc}_round"
-		check_err $? "cannot enable ${cc}_round"
+		evs=("${cc}_round")
+		[[ $cc == bbrx3 ]] && { h0=$(bbrx3_hi_count); evs+=(bbrx3_state); }
+		trace_start "${evs[@]}"
+		check_err $? "cannot enable ${evs[*]}"
 		t0=${EPOCHREALTIME/./}
 		flow_run "rounds-$cc" "$cc" "$ROUND_SECS"
 		check_err $? "$cc flow failed"
@@ -148,10 +193,10 @@ trace_rounds()
 		of=$(trace_stop "$TMPD/rounds-$cc.trace")
 		trace_of "$TMPD/rounds-$cc.trace" "${cc}_round" "$ino" "$FLOW_CPORT" \
 			>"$TMPD/rounds-$cc.ev"
-		# The other model's event stayed off.
-		! grep -q " $([[ $cc == bbrx ]] && echo bbrx3 || echo bbrx)_round: " \
+		# The other model's events stayed off.
+		! grep -qE " $([[ $cc == bbrx ]] && echo 'bbrx3_(round|state)' || echo bbrx_round): " \
 			"$TMPD/rounds-$cc.trace"
-		check_err $? "$cc: the other model's round event fired while disabled"
+		check_err $? "$cc: the other model's events fired while disabled"
 		((of == 0)) || log_info "$cc: ring buffer lost $of events"
 		check_model "$cc" "$TMPD/rounds-$cc.ev"
 	done
@@ -163,6 +208,9 @@ trace_rounds()
 	hi=$(tf inflight_hi <"$TMPD/rounds-bbrx3.ev" | sort -n | tail -1)
 	((h1 > h0 && ${hi:-0} > 0))
 	check_err $? "bbrx3: inflight_hi set $((h1 - h0)) times by its counters behind a 3-packet buffer, max inflight_hi in the rounds ${hi:-none}"
+	check_bw_terms "$TMPD/rounds-bbrx3.ev"
+	trace_of "$TMPD/rounds-bbrx3.trace" bbrx3_state "$ino" "$FLOW_CPORT" >"$TMPD/state-bbrx3.ev"
+	check_states "$TMPD/state-bbrx3.ev"
 	phases=$(grep ' mode=PROBE_BW ' "$TMPD/rounds-bbrx3.ev" | tf phase | sort -u | tr '\n' ' ')
 	[[ -n $phases && -z $(echo "$phases" | tr ' ' '\n' | grep -vxE 'DOWN|CRUISE|REFILL|UP|') ]]
 	check_err $? "bbrx3 PROBE_BW phases '$phases'"

@@ -76,10 +76,12 @@ scenario_init()
 	NETIFS=$NETIFS_GIVEN
 	# Counters snapshotted around every flow, per netns.  The
 	# receiver's TcpOutSegs over the sender's is ACKs per data segment.
-	CTRS_SND=(TcpOutSegs TcpRetransSegs)
+	# Retransmission timeouts and tail loss probes, in every scenario:
+	# an RTO is a collapse, not a rule of the model.
+	CTRS_SND=(TcpOutSegs TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes)
 	CTRS_RCV=(TcpOutSegs)
 	case $SCEN in
-	shallow|policer) CTRS_SND+=(Bbrx:Bbrx3InflightHiLoss Bbrx:Bbrx3InflightLoLoss) ;;
+	bottleneck|shallow|policer|loss) CTRS_SND+=(Bbrx:Bbrx3InflightHiLoss Bbrx:Bbrx3InflightLoLoss) ;;
 	ecn) CTRS_SND+=(Bbrx:Bbrx3InflightHiEcn Bbrx:Bbrx3InflightLoEcn) ;;
 	autocork) CTRS_SND+=(TcpExtTCPAutoCorking Bbrx:AutocorkCorked Bbrx:AutocorkDeclined) ;;
 	fidelity) CTRS_SND+=(Bbrx:LtBwUsed) ;;
@@ -179,6 +181,11 @@ setup()
 	case $SCEN in
 	bottleneck|fidelity) qdisc_available tbf && qdisc_available netem || return 1 ;;
 	shallow) qdisc_available tbf && qdisc_available netem || return 1 ;;
+	loss)
+		# netem drops packets, not GSO aggregates (hop_per_packet)
+		qdisc_available htb && qdisc_available netem || return 1
+		hop_per_packet
+		SETUP+=("router htb 20mbit into netem loss, 2 BDP; 20 ms; per-packet hops") ;;
 	policer)
 		# As bbrx3_paths.sh: packets, not 64 KB aggregates, meet the
 		# policer.
@@ -242,6 +249,11 @@ group()
 		64k) shape_bottleneck 200 65536 && shape_delay 20 "$(bdp_bytes 200 20)" ;;
 		*) path_bottleneck "$g" ;;
 		esac || { echo "# bench: shallow $g: path setup failed" >&2; FAILS=$((FAILS + 1)); } ;;
+	loss)
+		shape_clear
+		shape_bottleneck 20 $((2 * $(bdp_bytes 20 20))) "$g" &&
+			shape_delay 20 "$(bdp_bytes 20 20)" ||
+			{ echo "# bench: loss $g: path setup failed" >&2; FAILS=$((FAILS + 1)); } ;;
 	fidelity)
 		# The paths in-tree bbr's known behaviours show on; the policer
 		# last, as it turns the sender's GSO off (packets, not 64 KB
@@ -289,6 +301,93 @@ cwnd_series()
 	}' | jq -R -s -c 'split("\n") | map(select(length > 0) | split(" ") | map(tonumber))'
 }
 
+# bbrx3's states, as b3_states names them: a mode, or PROBE_BW's phase.
+B3_STATES="STARTUP DRAIN DOWN CRUISE REFILL UP PROBE_RTT"
+B3_TRACE=0		# 1: tracefs has bbrx's events (b3_trace_init)
+B3_NS_INO=
+
+# b3_trace_init: a ring buffer for a 30 s flow's round and state events.
+b3_trace_init()
+{
+	tracefs_find trace && [[ -d $TRACEFS/events/bbrx/bbrx3_state ]] ||
+		{ echo "# bench: no bbrx3_state event in tracefs: no per-state columns" >&2; return 0; }
+	EV_DIR=$TRACEFS/events/bbrx
+	echo 8192 >"$TRACEFS/buffer_size_kb"
+	B3_TRACE=1
+}
+
+# b3_states: charge a bbrx3 flow's time, losses and bound cuts to the
+# state each happened in, from its bbrx3_state and bbrx3_round events
+# (stdin: trace lines of that flow).  Time and losses run from one state
+# event to the next: each event gives the state left (prev_*) and the
+# connection's lost total; the last state lasts to the last event, its
+# losses to the total the rounds add up to.  A cut is an event whose
+# inflight_hi (or inflight_lo) is set where the one before had none, or
+# lower; it is charged to the state the flow was in.  A state is
+# "NAME_rec" while the connection is in Recovery or Loss (RTO).
+# Prints "st.STATE.pct|lost|hi|lo VALUE" lines for every state.
+b3_states()
+{
+	awk -v states="$B3_STATES" '
+	function name(m, p, c) {
+		return (m == "PROBE_BW" ? p : m) (c ~ /^(Recovery|Loss)$/ ? "_rec" : "")
+	}
+	function cut(now, before) { return now > 0 && (before == 0 || now < before) }
+	{
+		ev = ""
+		for (i = 2; i <= NF; i++)
+			if ($i ~ /^bbrx3_(round|state):$/) { ev = $i; ts = $(i - 1); break }
+		if (ev == "") next
+		sub(/:$/, "", ts)
+		delete v
+		for (j = i + 1; j <= NF; j++) { split($j, kv, "="); v[kv[1]] = kv[2] }
+		if (!started) { t0 = tl = ts; cur = "STARTUP"; started = 1 }
+		if (ev == "bbrx3_state:") {
+			left = name(v["prev_mode"], v["prev_phase"], v["prev_ca_state"])
+			t[left] += ts - tl; l[left] += v["lost"] - lost; tl = ts; lost = v["lost"]
+			at = left
+			cur = name(v["mode"], v["phase"], v["ca_state"])
+		} else {
+			rlost += v["lost"]
+			at = cur
+		}
+		if (cut(v["inflight_hi"], hi)) h[at]++
+		if (cut(v["inflight_lo"], lo)) o[at]++
+		hi = v["inflight_hi"]; lo = v["inflight_lo"]; te = ts
+	}
+	END {
+		if (!started) exit
+		t[cur] += te - tl
+		if (rlost > lost) l[cur] += rlost - lost
+		tot = te - t0
+		n = split(states, s, " ")
+		for (k = 1; k <= n; k++)
+			for (r = 0; r < 2; r++) {
+				x = s[k] (r ? "_rec" : "")
+				printf "st.%s.pct %.2f\nst.%s.lost %d\nst.%s.hi %d\nst.%s.lo %d\n",
+					x, (tot > 0 ? 100 * t[x] / tot : 0), x, l[x], x, h[x], x, o[x]
+			}
+	}'
+}
+
+# b3_trace_done ID: stop the trace of bbrx3 flow ID (its data connection,
+# FLOW_CPORT), keep its events in $OUT/traces/ID.ev, print its per-state
+# figures as a JSON object (b3_states), merged into the run's metrics.
+b3_trace_done()
+{
+	local id=$1 of
+
+	of=$(trace_stop "$TMPD/$id.trace")
+	((of == 0)) || echo "# bench: $id: the ring buffer lost $of events" >&2
+	mkdir -p "$OUT/traces"
+	awk -v ns=" netns=$B3_NS_INO " -v sp=" sport=$FLOW_CPORT " \
+		'/ bbrx3_(round|state): / && index($0, ns) && index($0, sp)' \
+		"$TMPD/$id.trace" >"$OUT/traces/$id.ev"
+	rm -f "$TMPD/$id.trace"
+	b3_states <"$OUT/traces/$id.ev" | jq -R -s 'split("\n") | map(select(length > 0) | split(" ")
+		| {(.[0]): (.[1] | tonumber)}) | add // {}'
+}
+
 # run_one GROUP ARM REP: one flow of the arm; appends its JSON line.
 run_one()
 {
@@ -309,19 +408,21 @@ run_one()
 	done
 	case $SCEN in
 	bottleneck|fidelity|ecn) FLOW_PING=1 ;;
-	shallow|policer) ((SECS >= 4)) && FLOW_PING=1 ;;
+	shallow|policer|loss) ((SECS >= 4)) && FLOW_PING=1 ;;
 	gso2) FLOW_SS=0.2 ;;
 	esac
+	[[ $cc == bbrx3 ]] && ((B3_TRACE)) && trace_start bbrx3_round bbrx3_state
 	counters_snap "$SND" "$TMPD/s0" "${CTRS_SND[@]}"
 	counters_snap "$RCV" "$TMPD/r0" "${CTRS_RCV[@]}"
 	flow_run "$id" "$cc" "$SECS" "${IPERF_ARGS[@]}" || { ok=false; FAILS=$((FAILS + 1)); }
 	counters_snap "$SND" "$TMPD/s1" "${CTRS_SND[@]}"
 	counters_snap "$RCV" "$TMPD/r1" "${CTRS_RCV[@]}"
+	[[ $cc == bbrx3 ]] && ((B3_TRACE)) && extra=$(b3_trace_done "$id")
 
 	case $SCEN in
-	bottleneck|fidelity|shallow|policer|ecn)
-		((FLOW_PING)) && extra=$(jq -n --arg r "$(ping_median "$TMPD/$id.ping")" \
-			'{ping_rtt_ms: ($r | tonumber? // null)}') ;;
+	bottleneck|fidelity|shallow|policer|loss|ecn)
+		((FLOW_PING)) && extra=$(jq -n --argjson e "$extra" --arg r "$(ping_median "$TMPD/$id.ping")" \
+			'$e + {ping_rtt_ms: ($r | tonumber? // null)}') ;;
 	esac
 	case $SCEN in
 	ecn)
@@ -428,6 +529,7 @@ write_meta()
 
 require_command iperf3 jq tc ss ip ping
 load_module "$@"
+b3_trace_init
 if ((BENCH_BASE_ARMS)) && ! grep -qw bbrx3base /proc/sys/net/ipv4/tcp_available_congestion_control; then
 	insmod ./tcp_bbrx3base.ko || { echo "# bench: insmod tcp_bbrx3base.ko failed" >&2; FAILS_ALL=$((FAILS_ALL + 1)); }
 fi
@@ -440,6 +542,7 @@ for s in "$@"; do
 		continue
 	fi
 	knob_defaults
+	B3_NS_INO=$(netns_ino "$SND")
 	REPS_S=$(bench_reps "$SCEN")
 	for g in $(bench_groups "$SCEN"); do
 		group "$g"

@@ -31,7 +31,7 @@ BENCH_ARMS=${BENCH_ARMS:-}	# non-empty: only these arms
 BENCH_BASE_ARMS=${BENCH_BASE_ARMS:-0}	# 1: bbrx3base's arms too
 
 # In the order they run; the hook-free scenarios first.
-BENCH_SCENARIOS="bottleneck shallow policer ecn gso2 fair fidelity autocork tsq rcvbuf delack"
+BENCH_SCENARIOS="bottleneck shallow policer loss ecn gso2 fair fidelity autocork tsq rcvbuf delack"
 # The smoke form's: every plot's scenario (gso2, fair, tsq, rcvbuf, delack),
 # a goal table (fair), ping under load (bottleneck), each hook but autocork
 # (its setup, late_completion_setup, is hook_autocork.sh's).
@@ -57,7 +57,7 @@ bench_boots()
 {
 	case $BENCH_QUICK in
 	2) echo "${BENCH_SCENARIOS// /,}" ;;
-	1) printf '%s\n' bottleneck,shallow,policer,ecn,gso2,fair,fidelity autocork tsq,rcvbuf,delack ;;
+	1) printf '%s\n' bottleneck,shallow,policer,loss,ecn,gso2,fair,fidelity autocork tsq,rcvbuf,delack ;;
 	*) echo "$BENCH_SCENARIOS" | tr ' ' '\n' ;;
 	esac
 }
@@ -69,6 +69,7 @@ bench_title()
 	bottleneck) echo "router bottleneck 100 Mbit/s, 20 ms RTT" ;;
 	shallow) echo "shallow buffers: 0.25 BDP at 100 Mbit/s 20 ms, 64 KB at 200 Mbit/s 20 ms" ;;
 	policer) echo "20 Mbit/s token-bucket policer (64 KB burst), 40 ms RTT, sender GSO off" ;;
+	loss) echo "random loss per packet (0.5% and 2%) at 20 Mbit/s, 20 ms RTT, 2 BDP buffer" ;;
 	ecn) echo "100 Mbit/s into one fq_codel queue marking CE above 1 ms, 2 ms RTT, ECN negotiated" ;;
 	gso2) echo "sender gso_max_segs 2, TSO off, no bottleneck" ;;
 	fair) echo "two flows sharing the router's 100 Mbit/s bottleneck, 20 ms RTT, buffer 1 or 2 BDP" ;;
@@ -87,6 +88,7 @@ bench_groups()
 		case $1 in
 		bottleneck|fair) echo "1" ;;
 		shallow) echo "0.25" ;;
+		loss) echo "0.5" ;;
 		# "1" is bottleneck's path, which runs bbr and bbrx in the
 		# same boot.
 		fidelity) echo "police" ;;
@@ -100,6 +102,7 @@ bench_groups()
 	case $1 in
 	bottleneck) echo "1 0.25" ;;
 	shallow) echo "0.25 64k" ;;
+	loss) echo "0.5 2" ;;
 	fair) echo "1 2" ;;
 	fidelity) echo "1 0.25 64k police" ;;
 	autocork) echo "nodelay nagle" ;;
@@ -130,7 +133,7 @@ bench_base_arms()
 {
 	((BENCH_BASE_ARMS)) || return 0
 	case $1 in
-	shallow|policer) echo " bbrx3base" ;;
+	bottleneck|shallow|policer|loss) echo " bbrx3base" ;;
 	fair) echo " bbrx3base+cubic bbrx3base+bbrx3base" ;;
 	esac
 }
@@ -140,11 +143,12 @@ bench_own_arms()
 {
 	# Smoke: the arms the goals compare (a goal without them reads "no
 	# data"), elsewhere one arm, bbrx with its policy or knobs set (the
-	# sysctl path; gso2's two at once).
+	# sysctl path; gso2's two at once); bottleneck also bbrx3, whose
+	# runs fill the per-state table (bbrx3_state traced).
 	if ((BENCH_QUICK == 2)); then
 		case $1 in
-		bottleneck) echo "bbrx" ;;
-		shallow|policer) echo "cubic bbr bbrx3" ;;
+		bottleneck) echo "bbrx bbrx3" ;;
+		shallow|policer|loss) echo "cubic bbr bbrx3" ;;
 		ecn) echo "bbrx3:bbrx3_ecn=1 bbrx3:bbrx3_ecn=0 cubic" ;;
 		gso2) echo "bbrx:gso_cap=1,extra_acked_gain=0" ;;
 		fair) echo "bbrx3+cubic bbrx3+bbrx3" ;;
@@ -162,11 +166,11 @@ bench_own_arms()
 	if ((BENCH_QUICK)); then
 		case $1 in
 		gso2) echo "cubic bbr bbrx:gso_cap=0,extra_acked_gain=0 bbrx:gso_cap=1,extra_acked_gain=0"; return ;;
-		shallow|policer) echo "cubic bbr bbrx3"; return ;;
+		shallow|policer|loss) echo "cubic bbr bbrx3"; return ;;
 		esac
 	fi
 	case $1 in
-	shallow|policer) echo "cubic bbr bbrx bbrx3" ;;
+	bottleneck|shallow|policer|loss) echo "cubic bbr bbrx bbrx3" ;;
 	ecn) echo "bbrx3:bbrx3_ecn=1 bbrx3:bbrx3_ecn=0 cubic" ;;
 	# extra_acked_gain=0: the cwnd without the ACK-aggregation allowance,
 	# tso_margin x the burst goal plus the BDP, as bbrx_gso.sh checks.
@@ -202,8 +206,13 @@ bench_secs()
 		*) echo 2 ;;
 		esac
 	else
+		# shallow and policer: 30 s, ten or more of bbrx3's probe
+		# cycles of 2-3 s, so that a run's losses and bounds are
+		# those of its steady state, not of STARTUP
 		case $1 in
-		bottleneck|shallow|policer|ecn) echo 10 ;;
+		bottleneck|ecn) echo 10 ;;
+		shallow|policer) echo 30 ;;
+		loss) echo 20 ;;
 		fidelity) echo 12 ;;
 		fair) echo 30 ;;
 		gso2|tsq) echo 6 ;;

@@ -134,7 +134,7 @@ check_model()
 }
 
 # check_bw_terms FILE: in every bbrx3 round bw is the smaller of max_bw
-# and bw_lo (0: no bound), and max_bw is set.
+# and bw_lo (0: no bound).
 check_bw_terms()
 {
 	local bad
@@ -143,7 +143,7 @@ check_bw_terms()
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		want = v["max_bw"]
 		if (v["bw_lo"] > 0 && v["bw_lo"] < want) want = v["bw_lo"]
-		if (v["max_bw"] == "" || v["bw"] != want || v["max_bw"] < 1) { n++; if (!ex) ex = $0 }
+		if (v["max_bw"] == "" || v["bw"] != want) { n++; if (!ex) ex = $0 }
 	} END { print n + 0, ex }' "$1")
 	[[ ${bad%% *} == 0 ]]
 	check_err $? "bbrx3: ${bad%% *} rounds whose bw is not min(max_bw, bw_lo), e.g. ${bad#* }"

@@ -325,7 +325,12 @@ b3_trace_init()
 # inflight_hi (or inflight_lo) is set where the one before had none, or
 # lower; it is charged to the state the flow was in.  A state is
 # "NAME_rec" while the connection is in Recovery or Loss (RTO).
-# Prints "st.STATE.pct|lost|hi|lo VALUE" lines for every state.
+# Prints "st.STATE.pct|lost|hi|lo VALUE" lines for every state, and
+# "undersent_pct VALUE": the share of PROBE_BW's time in rounds that lost
+# nothing yet delivered under 60% of what cwnd and the pacing rate allowed
+# over the round (MSS 1448): the sender did not send what the model let
+# it, so the guest (its CPU, late TX completions) or the receive window
+# held the flow, not bbrx3.
 b3_states()
 {
 	awk -v states="$B3_STATES" '
@@ -350,6 +355,14 @@ b3_states()
 		} else {
 			rlost += v["lost"]
 			at = cur
+			if (rt != "" && v["mode"] == "PROBE_BW") {
+				d = ts - rt
+				allow = v["pacing_rate"] * d / 1448
+				if (v["cwnd"] < allow) allow = v["cwnd"]
+				pbw += d
+				if (v["lost"] == 0 && v["delivered"] < 0.6 * allow) under += d
+			}
+			rt = ts
 		}
 		if (cut(v["inflight_hi"], hi)) h[at]++
 		if (cut(v["inflight_lo"], lo)) o[at]++
@@ -367,6 +380,7 @@ b3_states()
 				printf "st.%s.pct %.2f\nst.%s.lost %d\nst.%s.hi %d\nst.%s.lo %d\n",
 					x, (tot > 0 ? 100 * t[x] / tot : 0), x, l[x], x, h[x], x, o[x]
 			}
+		printf "undersent_pct %.1f\n", (pbw > 0 ? 100 * under / pbw : 0)
 	}'
 }
 

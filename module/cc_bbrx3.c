@@ -118,12 +118,30 @@ enum bbrx3_ack_phase {
 
 /*
  * Private state, packed into ICSK_CA_PRIV_SIZE (104 bytes on every kernel
- * bbrx builds for), all of it: stamps are 32-bit jiffies or usec, the
+ * bbrx builds for), all of the model: stamps are 32-bit jiffies or usec, the
  * probe-up counters 16 bits (probe_up_cnt is capped, so a cwnd above 65535
  * packets grows inflight_hi a little faster than 2^n per round), rounds
  * since a probe 6 bits (they matter up to B3_PROBE_MAX_ROUNDS), and of the
  * bounds only inflight_hi is saved for undo (the lower bounds are lifted).
+ *
+ * The last 8 bytes are free (for a pointer to state beyond the private
+ * area), by packing, without a change to any value the model computes:
+ * - min_rtt's stamp is kept as its age relative to probe_rtt_min_stamp
+ *   (min_rtt_age, 16 bits of jiffies, saturating): min_rtt only ever takes
+ *   the stamp of probe_rtt_min, and the age is compared with the 10 s
+ *   window only, which 65535 jiffies exceed at any HZ up to 6553 (asserted
+ *   below). Saturated, the window has passed either way; the two differ
+ *   only when min_rtt went unrefreshed for 2^31 jiffies, where the 32-bit
+ *   stamp's after() wraps.
+ * - DOWN/CRUISE keep the end of their wall-clock wait (probe_deadline,
+ *   jiffies) instead of its start and length (cycle_stamp and a 12-bit
+ *   probe_wait_ms): the same sum, computed once when DOWN begins.
+ * - probe_deadline (read in DOWN and CRUISE only, set when DOWN begins),
+ *   probe_rtt_done_stamp (PROBE_RTT only, set on entry) and the probe-up
+ *   counters (REFILL and UP only, set when REFILL and UP begin) share 4
+ *   bytes: each is written on entry to the states that read it.
  */
+
 struct bbrx3 {
 	u32 bw_hi[2];		/* BW_UNIT: max bw, last and this cycle */
 	u32 bw_lo;		/* BW_UNIT: short-term bound, B3_UNSET */
@@ -132,7 +150,6 @@ struct bbrx3 {
 	u32 inflight_lo;	/* packets: short-term bound, B3_UNSET */
 	u32 inflight_latest;	/* packets delivered per sample, max */
 	u32 min_rtt_us;		/* 10 s min filter */
-	u32 min_rtt_stamp;	/* jiffies */
 	u32 probe_rtt_min_us;	/* bbrx3_probe_rtt_win_ms min filter */
 	u32 probe_rtt_min_stamp; /* jiffies */
 	u32 next_round_delivered; /* tp->delivered that ends this round */
@@ -142,14 +159,16 @@ struct bbrx3 {
 	u32 round_delivered_ce;	/* tp->delivered_ce at this round's start */
 	u32 prior_cwnd;		/* cwnd before recovery or PROBE_RTT */
 	u32 full_bw;		/* BW_UNIT: bw at the last 25% growth */
-	union {			/* one mode uses each */
-		u32 cycle_stamp; /* PROBE_BW, jiffies: DOWN (or UP) began */
+	union {			/* written on entry to the states reading it */
+		u32 probe_deadline; /* DOWN, CRUISE, jiffies: time to probe */
 		u32 probe_rtt_done_stamp; /* PROBE_RTT, jiffies: may end, 0 unset */
+		struct {	/* REFILL, UP */
+			u16 probe_up_cnt;   /* acked per +1 of inflight_hi */
+			u16 probe_up_acked; /* acked toward the next +1 */
+		};
 	};
 	u32 undo_inflight_hi;	/* inflight_hi when a loss episode began */
 	struct bbrx_extra_acked ea; /* ACK aggregation (extra_acked.c) */
-	u16 probe_up_cnt;	/* acked per +1 of inflight_hi, U16_MAX off */
-	u16 probe_up_acked;	/* acked toward the next +1 */
 	u32 mode:2,		/* enum bbrx3_mode */
 	    state:2,		/* enum bbrx3_probe_bw_state */
 	    ack_phase:1,	/* enum bbrx3_ack_phase */
@@ -166,19 +185,21 @@ struct bbrx3 {
 	    probe_samples:1,	/* samples come from a bw probe */
 	    prev_probe_too_high:1, /* the last probe went too high */
 	    stopped_risky_probe:1, /* UP stopped at inflight_hi */
-	    packet_conservation:1, /* first round of fast recovery */
 	    probe_up_rounds:5,	/* UP rounds: growth 2^n per round */
 	    initialized:1,	/* .init ran (cong_control may run before) */
-	    unused:4;
-	u32 probe_wait_ms:12,	/* wall-clock wait in DOWN/CRUISE */
-	    ecn_alpha:9,	/* CE share EWMA, GAIN_UNIT = all marked */
 	    startup_ecn_rounds:2, /* consecutive CE rounds in STARTUP */
-	    loss_events:3,	/* ACKs with losses this round, saturating */
-	    rounds_since_probe:6; /* since the last UP, saturating */
+	    loss_events:3;	/* ACKs with losses this round, saturating */
+	u32 min_rtt_age:16,	/* jiffies from min_rtt's stamp to probe_rtt_min's */
+	    ecn_alpha:9,	/* CE share EWMA, GAIN_UNIT = all marked */
+	    rounds_since_probe:6, /* since the last UP, saturating */
+	    packet_conservation:1; /* first round of fast recovery */
 };
 
 #define B3_ROUNDS_SINCE_PROBE_MAX	63	/* rounds_since_probe's bits */
 static_assert(B3_PROBE_MAX_ROUNDS <= B3_ROUNDS_SINCE_PROBE_MAX);
+#define B3_MIN_RTT_AGE_MAX		U16_MAX	/* min_rtt_age's bits */
+static_assert(DIV_ROUND_UP(B3_MIN_RTT_WIN_MS * HZ, MSEC_PER_SEC) <
+	      B3_MIN_RTT_AGE_MAX);
 
 static u32 b3_max_bw(const struct bbrx3 *b)
 {
@@ -343,11 +364,11 @@ static void b3_start_down(struct sock *sk)
 	b->ecn_in_round = 0;
 	b->bw_latest = 0;
 	b->inflight_latest = 0;
-	b->probe_up_cnt = U16_MAX;
 	b->rounds_since_probe = get_random_u32_below(2);
-	b->probe_wait_ms = B3_PROBE_WAIT_MS +
-			   get_random_u32_below(B3_PROBE_RAND_MS);
-	b->cycle_stamp = tcp_jiffies32;
+	/* the wait's end; shares its word with UP's counters (struct bbrx3) */
+	b->probe_deadline = tcp_jiffies32 +
+		msecs_to_jiffies(B3_PROBE_WAIT_MS +
+				 get_random_u32_below(B3_PROBE_RAND_MS));
 	b->ack_phase = B3_ACKS_PROBE_STOPPING;
 	b3_start_round(sk);
 }
@@ -395,7 +416,6 @@ static void b3_start_up(struct sock *sk, struct bbrx_net *bn, u32 bw_sample)
 
 	b->ack_phase = B3_ACKS_INIT;
 	b3_start_round(sk);
-	b->cycle_stamp = tcp_jiffies32;
 	b3_reset_full_bw(b);
 	b->full_bw = bw_sample;
 	b->state = B3_UP;
@@ -413,8 +433,7 @@ static bool b3_check_time_to_probe(struct sock *sk, const struct bbrx_net *bn)
 	struct bbrx3 *b = inet_csk_ca(sk);
 	u32 rounds = min_t(u32, b3_target_inflight(sk, bn), B3_PROBE_MAX_ROUNDS);
 
-	if (after(tcp_jiffies32,
-		  b->cycle_stamp + msecs_to_jiffies(b->probe_wait_ms)) ||
+	if (after(tcp_jiffies32, b->probe_deadline) ||
 	    b->rounds_since_probe >= rounds) {
 		b3_start_refill(sk);
 		return true;
@@ -519,8 +538,6 @@ static void b3_probe_inflight_hi_upward(struct sock *sk,
 		b->probe_up_acked = 0;	/* no credit for unused room */
 		return;
 	}
-	if (b->probe_up_cnt == U16_MAX)
-		return;			/* not growing (DOWN began) */
 	acked = b->probe_up_acked + rs->acked_sacked;
 	if (acked >= b->probe_up_cnt) {
 		delta = acked / b->probe_up_cnt;
@@ -843,13 +860,27 @@ static void b3_check_drain(struct sock *sk, struct bbrx_net *bn)
 		b3_start_down(sk);
 }
 
+/*
+ * probe_rtt_min's stamp moves to @now; min_rtt's stays where it was, so its
+ * age relative to the new stamp grows by the step (saturating: past the
+ * 10 s window, see struct bbrx3).
+ */
+static void b3_stamp_probe_rtt_min(struct bbrx3 *b, u32 now)
+{
+	u32 step = now - b->probe_rtt_min_stamp;
+
+	b->min_rtt_age = step >= B3_MIN_RTT_AGE_MAX - b->min_rtt_age ?
+			 B3_MIN_RTT_AGE_MAX : b->min_rtt_age + step;
+	b->probe_rtt_min_stamp = now;
+}
+
 static void b3_exit_probe_rtt(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx3 *b = inet_csk_ca(sk);
 
 	b3_reset_lower_bounds(b);
-	b->probe_rtt_min_stamp = tcp_jiffies32;
+	b3_stamp_probe_rtt_min(b, tcp_jiffies32);
 	tcp_snd_cwnd_set(tp, max(tcp_snd_cwnd(tp), b->prior_cwnd));
 	if (b->full_bw_reached) {
 		b3_start_down(sk);
@@ -890,13 +921,14 @@ static void b3_update_min_rtt(struct sock *sk, const struct rate_sample *rs,
 
 	if (bbrx_rtt_sample_wins(rs, b->probe_rtt_min_us, expired)) {
 		b->probe_rtt_min_us = rs->rtt_us;
-		b->probe_rtt_min_stamp = tcp_jiffies32;
+		b3_stamp_probe_rtt_min(b, tcp_jiffies32);
 	}
+	/* min_rtt's stamp: probe_rtt_min's less min_rtt_age (struct bbrx3) */
 	if (b->probe_rtt_min_us <= b->min_rtt_us ||
-	    after(tcp_jiffies32,
-		  b->min_rtt_stamp + msecs_to_jiffies(B3_MIN_RTT_WIN_MS))) {
+	    after(tcp_jiffies32, b->probe_rtt_min_stamp - b->min_rtt_age +
+		  msecs_to_jiffies(B3_MIN_RTT_WIN_MS))) {
 		b->min_rtt_us = b->probe_rtt_min_us;
-		b->min_rtt_stamp = b->probe_rtt_min_stamp;
+		b->min_rtt_age = 0;	/* takes probe_rtt_min's stamp */
 	}
 
 	if (expired && !b->idle_restart && b->mode != B3_PROBE_RTT) {
@@ -1115,13 +1147,11 @@ static void bbrx3_init(struct sock *sk)
 	b->round_lost = tp->lost;
 	b->prev_round_lost = tp->lost;
 	b->min_rtt_us = tcp_min_rtt(tp);
-	b->min_rtt_stamp = tcp_jiffies32;
 	b->probe_rtt_min_us = b->min_rtt_us;
-	b->probe_rtt_min_stamp = tcp_jiffies32;
+	b->probe_rtt_min_stamp = tcp_jiffies32;	/* min_rtt_age 0: the same */
 	b->bw_lo = B3_UNSET;
 	b->inflight_hi = B3_UNSET;
 	b->inflight_lo = B3_UNSET;
-	b->probe_up_cnt = U16_MAX;
 	b->ecn_alpha = GAIN_UNIT;	/* react at once if the path starts marked */
 	b->mode = B3_STARTUP;
 	b->undo_inflight_hi = B3_UNSET;
@@ -1203,7 +1233,7 @@ static size_t bbrx3_get_info(struct sock *sk, u32 ext, int *attr,
 BBRX_DEFINE_CONG_CONTROL_WRAPPER(bbrx3_cong_control)
 BBRX_DEFINE_TX_START_WRAPPER(bbrx3_tx_start)
 
-static_assert(sizeof(struct bbrx3) <= ICSK_CA_PRIV_SIZE);
+static_assert(sizeof(struct bbrx3) + sizeof(void *) <= ICSK_CA_PRIV_SIZE);
 
 /* Registered by main.c; a socket's icsk_ca_ops points here. */
 struct tcp_congestion_ops bbrx3_cong_ops __read_mostly = {

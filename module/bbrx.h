@@ -55,6 +55,8 @@ enum bbrx_stat_item {
 	BBRX3_STAT_INFLIGHT_LO_ECN,	/* inflight_lo cut: CE-marked round */
 	BBRX3_STAT_PROBE_RTT_ENTER,	/* bbrx3 PROBE_RTT entered */
 	BBRX3_STAT_IDLE_RESTART,	/* bbrx3 sending restarted after idle */
+	BBRX3_STAT_NO_BLOCK,		/* bbrx3 sockets that ran without a block */
+	BBRX3_STAT_BLOCKS,		/* gauge: bbrx3 blocks in use */
 	BBRX_STAT_MAX
 };
 
@@ -140,6 +142,27 @@ static inline void bbrx_stat_inc(struct bbrx_net *bn, enum bbrx_stat_item item)
 	st = rcu_dereference(bn->stats);
 	if (likely(st))
 		this_cpu_inc(st->mib->mibs[item]);
+	else
+		bbrx_stats_late();
+	rcu_read_unlock();
+}
+
+/**
+ * bbrx_stat_dec() - take one back from a gauge of a netns
+ * @bn: the netns' bbrx state
+ * @item: a counter used as a gauge (incremented when a thing is taken,
+ *	decremented when it is given back, in the same netns)
+ *
+ * Any context. The per-cpu values wrap, their sum on read does not.
+ */
+static inline void bbrx_stat_dec(struct bbrx_net *bn, enum bbrx_stat_item item)
+{
+	struct bbrx_stats *st;
+
+	rcu_read_lock();
+	st = rcu_dereference(bn->stats);
+	if (likely(st))
+		this_cpu_dec(st->mib->mibs[item]);
 	else
 		bbrx_stats_late();
 	rcu_read_unlock();
@@ -266,6 +289,10 @@ u32 bbrx_stamp_after_ms(u32 ms);
 struct tcp_congestion_ops;
 extern struct tcp_congestion_ops bbrx_cong_ops;
 extern struct tcp_congestion_ops bbrx3_cong_ops;
+/* bbrx3's per-socket blocks (cc_bbrx3.c); bench_base.c tests the name */
+#define BBRX3_BLOCK_CACHE
+int bbrx3_block_cache_create(void);
+void bbrx3_block_cache_destroy(void);
 
 /* extra_acked.c: ACK-aggregation estimate, 12 bytes of a model's state */
 struct bbrx_extra_acked {

@@ -60,6 +60,18 @@ int bbrx_hook_users(unsigned long mask, int delta)
 	return -EOPNOTSUPP;
 }
 
+/* A model with a per-socket block has its cache; an earlier one, none. */
+#ifndef BBRX3_BLOCK_CACHE
+static int bbrx3_block_cache_create(void)
+{
+	return 0;
+}
+
+static void bbrx3_block_cache_destroy(void)
+{
+}
+#endif
+
 static int __init bbrx3base_init(void)
 {
 	int err;
@@ -67,17 +79,27 @@ static int __init bbrx3base_init(void)
 	err = register_pernet_subsys(&bbrx3base_net_ops);
 	if (err)
 		return err;
+	err = bbrx3_block_cache_create();
+	if (err)
+		goto err_pernet;
 	/* the ops' name is set before registering: its key hashes it */
 	strscpy(bbrx3_cong_ops.name, "bbrx3base", sizeof(bbrx3_cong_ops.name));
 	err = tcp_register_congestion_control(&bbrx3_cong_ops);
 	if (err)
-		unregister_pernet_subsys(&bbrx3base_net_ops);
+		goto err_cache;
+	return 0;
+
+err_cache:
+	bbrx3_block_cache_destroy();
+err_pernet:
+	unregister_pernet_subsys(&bbrx3base_net_ops);
 	return err;
 }
 
 static void __exit bbrx3base_exit(void)
 {
 	tcp_unregister_congestion_control(&bbrx3_cong_ops);
+	bbrx3_block_cache_destroy();
 	unregister_pernet_subsys(&bbrx3base_net_ops);
 }
 

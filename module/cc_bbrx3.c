@@ -124,8 +124,8 @@ enum bbrx3_ack_phase {
  * since a probe 6 bits (they matter up to B3_PROBE_MAX_ROUNDS), and of the
  * bounds only inflight_hi is saved for undo (the lower bounds are lifted).
  *
- * The last 8 bytes are free (for a pointer to state beyond the private
- * area), by packing, without a change to any value the model computes:
+ * The last 8 bytes hold the pointer to the block (struct bbrx3_block, below),
+ * freed by packing, without a change to any value the model computes:
  * - min_rtt's stamp is kept as its age relative to probe_rtt_min_stamp
  *   (min_rtt_age, 16 bits of jiffies, saturating): min_rtt only ever takes
  *   the stamp of probe_rtt_min, and the age is compared with the 10 s
@@ -140,7 +140,11 @@ enum bbrx3_ack_phase {
  *   probe_rtt_done_stamp (PROBE_RTT only, set on entry) and the probe-up
  *   counters (REFILL and UP only, set when REFILL and UP begin) share 4
  *   bytes: each is written on entry to the states that read it.
+ * The block holds only what no decision of the model reads (today: the
+ * in-flight and lost at each send, for the round event), so a socket whose
+ * allocation failed runs the same model; it reports tx_in_flight 0.
  */
+struct bbrx3_block;
 
 struct bbrx3 {
 	u32 bw_hi[2];		/* BW_UNIT: max bw, last and this cycle */
@@ -193,6 +197,7 @@ struct bbrx3 {
 	    ecn_alpha:9,	/* CE share EWMA, GAIN_UNIT = all marked */
 	    rounds_since_probe:6, /* since the last UP, saturating */
 	    packet_conservation:1; /* first round of fast recovery */
+	struct bbrx3_block *blk; /* NULL: none (allocation failed) */
 };
 
 #define B3_ROUNDS_SINCE_PROBE_MAX	63	/* rounds_since_probe's bits */
@@ -652,17 +657,196 @@ static void b3_update_cycle_phase(struct sock *sk,
 	}
 }
 
+/*
+ * The block: state beyond ICSK_CA_PRIV_SIZE, allocated in .init and freed
+ * in .release, as in-tree tcp_cdg.c does. A passive open runs .init in
+ * softirq: the allocation never sleeps, and when it fails the socket runs
+ * without one (Bbrx3NoBlock). Today it holds a ring of snapshots of
+ * {tp->delivered, tp->lost, packets in flight}, one per ~cwnd/16 packets
+ * delivered: what a stock kernel's rate_sample lacks of v3's per-skb
+ * tx_in_flight and lost-at-send, found again by rs->prior_delivered (the
+ * tp->delivered the acked data was sent at). 32 of them span about two
+ * cwnds of deliveries, a round and the one before; 8 bytes each, so an ACK
+ * touches about one cache line.
+ */
+#define B3_SNAPS	32	/* a power of 2 */
+#define B3_SNAP_SHIFT	4	/* a snapshot per cwnd >> 4 delivered */
+
+struct b3_snap {
+	u32 delivered;		/* tp->delivered when taken */
+	u16 lost;		/* tp->lost, low 16 bits */
+	u16 in_flight;		/* tcp_packets_in_flight(), at most U16_MAX */
+};
+
+struct bbrx3_block {
+	struct b3_snap snap[B3_SNAPS];
+	u8 newest;		/* index in snap[] of the newest */
+	u8 count;		/* snapshots taken, at most B3_SNAPS */
+};
+
+static struct kmem_cache *bbrx3_block_cache __read_mostly;
+
+/*
+ * Test only: bbrx3 sockets start without a block, as when the allocation
+ * fails; Debian's kernels have no CONFIG_FAULT_INJECTION to make it fail.
+ * Writable at run time, so that a test switches it between flows.
+ */
+static bool bbrx3_fault_block;
+
+static int b3_fault_block_set(const char *val, const struct kernel_param *kp)
+{
+	bool on;
+
+	if (kstrtobool(val, &on)) {
+		pr_err("bbrx: %s: want 0 or 1, not \"%.*s\"\n", kp->name,
+		       (int)strcspn(val, "\n"), val);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(bool *)kp->arg, on);
+	return 0;
+}
+
+static const struct kernel_param_ops b3_fault_block_ops = {
+	.set = b3_fault_block_set,
+	.get = param_get_bool,
+};
+
+module_param_cb(fault_block, &b3_fault_block_ops, &bbrx3_fault_block, 0644);
+MODULE_PARM_DESC(fault_block,
+		 "Test only: bbrx3 sockets start without their block, as if its allocation failed (0 or 1; writable)");
+
+/**
+ * bbrx3_block_cache_create() - the slab cache of bbrx3's per-socket blocks
+ *
+ * A cache of its own: the block is 8 bytes over 256, which kmalloc would
+ * round up to 512. Called before bbrx3 registers.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int bbrx3_block_cache_create(void)
+{
+	/* tcp_bbrx_block; the bench's tcp_bbrx3base has its own */
+	bbrx3_block_cache = kmem_cache_create(KBUILD_MODNAME "_block",
+					      sizeof(struct bbrx3_block), 0, 0,
+					      NULL);
+	return bbrx3_block_cache ? 0 : -ENOMEM;
+}
+
+/**
+ * bbrx3_block_cache_destroy() - free the cache, after bbrx3 unregistered
+ *
+ * Every socket that used bbrx3 held a module reference until its .release,
+ * which freed its block: the cache is empty at module exit.
+ */
+void bbrx3_block_cache_destroy(void)
+{
+	kmem_cache_destroy(bbrx3_block_cache);
+}
+
+/* A snapshot every cwnd/16 delivered packets, on the ACKs that deliver. */
+static void b3_block_snap(struct sock *sk, struct bbrx3_block *blk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct b3_snap *s = &blk->snap[blk->newest];
+	u32 every = max(tcp_snd_cwnd(tp) >> B3_SNAP_SHIFT, 1U);
+
+	if (blk->count) {
+		if (tp->delivered - s->delivered < every)
+			return;
+		blk->newest = (blk->newest + 1) & (B3_SNAPS - 1);
+		s = &blk->snap[blk->newest];
+	}
+	blk->count = min(blk->count + 1, B3_SNAPS);
+	s->delivered = tp->delivered;
+	s->lost = (u16)tp->lost;
+	s->in_flight = min_t(u32, tcp_packets_in_flight(tp), U16_MAX);
+}
+
+/* The block at .init: one snapshot of the start, or none (counted). */
+static void b3_block_alloc(struct sock *sk, struct bbrx3 *b,
+			   struct bbrx_net *bn)
+{
+	if (!READ_ONCE(bbrx3_fault_block))
+		b->blk = kmem_cache_zalloc(bbrx3_block_cache,
+					   GFP_NOWAIT | __GFP_NOWARN);
+	if (!b->blk) {
+		bbrx_stat_inc(bn, BBRX3_STAT_NO_BLOCK);
+		return;
+	}
+	bbrx_stat_inc(bn, BBRX3_STAT_BLOCKS);
+	b3_block_snap(sk, b->blk);
+}
+
+/**
+ * b3_sent_flight() - in flight and lost when data was sent, from the ring
+ * @sk: a bbrx3 socket
+ * @prior_delivered: tp->delivered when the data was sent
+ *	(rs->prior_delivered of its ACK)
+ * @in_flight: set to the packets in flight then (v3's tx_in_flight)
+ * @lost: set to tp->lost then (v3's lost-at-send), exact while fewer than
+ *	65536 packets were lost since
+ *
+ * Uses the newest snapshot taken at or before the send: a binary search
+ * over the ring, newest to oldest, whose tp->delivered only grows. The
+ * flight is that of the snapshot, taken up to cwnd/16 deliveries before
+ * the send.
+ *
+ * Return: true if found; false without a block or when the data is older
+ * than the oldest snapshot.
+ */
+static bool b3_sent_flight(const struct sock *sk, u32 prior_delivered,
+			   u32 *in_flight, u32 *lost)
+{
+	const struct bbrx3 *b = inet_csk_ca(sk);
+	const struct bbrx3_block *blk = b->blk;
+	const struct b3_snap *s;
+	u32 lo = 0, hi, mid;
+
+	if (!blk)
+		return false;
+	hi = blk->count;	/* look in [lo, hi) of age: 0 = newest */
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		s = &blk->snap[(blk->newest - mid) & (B3_SNAPS - 1)];
+		if (before(prior_delivered, s->delivered))
+			lo = mid + 1;	/* taken after the send: older ones */
+		else
+			hi = mid;
+	}
+	if (lo == blk->count)
+		return false;
+	s = &blk->snap[(blk->newest - lo) & (B3_SNAPS - 1)];
+	*in_flight = s->in_flight;
+	*lost = tcp_sk(sk)->lost - (u16)(tcp_sk(sk)->lost - s->lost);
+	return true;
+}
+
+/* The block at .release (or a zeroed state that never had one). */
+static void b3_block_free(struct sock *sk, struct bbrx3 *b)
+{
+	if (!b->blk)
+		return;
+	kmem_cache_free(bbrx3_block_cache, b->blk);
+	b->blk = NULL;
+	bbrx_stat_dec(bbrx_sk_net(sk), BBRX3_STAT_BLOCKS);
+}
+
 /* A PROBE_BW phase, or B3_TRACE_NO_PHASE outside PROBE_BW. */
 static u32 b3_trace_phase(u32 mode, u32 state)
 {
 	return mode == B3_PROBE_BW ? state : B3_TRACE_NO_PHASE;
 }
 
-/* The bbrx3_round trace event for the round ending on this ACK. */
-static void b3_trace_round_end(struct sock *sk, u32 delivered, u32 lost,
-			       u32 ce)
+/*
+ * The bbrx3_round trace event for the round ending on this ACK; its
+ * tx_in_flight is that of the flight this ACK's data was sent in (0: no
+ * block, or sent before the oldest snapshot).
+ */
+static void b3_trace_round_end(struct sock *sk, const struct rate_sample *rs,
+			       u32 delivered, u32 lost, u32 ce)
 {
 	const struct bbrx3 *b = inet_csk_ca(sk);
+	u32 sent_lost;
 	struct bbrx_trace_round r = {
 		.mode = b->mode,
 		.phase = b3_trace_phase(b->mode, b->state),
@@ -679,12 +863,16 @@ static void b3_trace_round_end(struct sock *sk, u32 delivered, u32 lost,
 		.ce = ce,
 	};
 
+	if (!b3_sent_flight(sk, rs->prior_delivered, &r.tx_in_flight,
+			    &sent_lost))
+		r.tx_in_flight = 0;
 	bbrx_trace_round_fill(sk, &r);
 	trace_bbrx3_round(sk, &r);
 }
 
 /* Per-round signals: the CE share's EWMA and STARTUP's loss and ECN exits. */
-static void b3_end_of_round(struct sock *sk, struct bbrx_net *bn)
+static void b3_end_of_round(struct sock *sk, const struct rate_sample *rs,
+			    struct bbrx_net *bn)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbrx3 *b = inet_csk_ca(sk);
@@ -727,7 +915,7 @@ static void b3_end_of_round(struct sock *sk, struct bbrx_net *bn)
 	 */
 	b->ecn_in_round = ce > 0;
 	if (trace_bbrx3_round_enabled())
-		b3_trace_round_end(sk, delivered, lost, ce);
+		b3_trace_round_end(sk, rs, delivered, lost, ce);
 	b->prev_round_lost = b->round_lost;
 	b->round_lost = tp->lost;
 	b->round_delivered = tp->delivered;
@@ -801,7 +989,7 @@ static void b3_update_round(struct sock *sk, const struct rate_sample *rs,
 	b->packet_conservation = 0;
 	if (b->rounds_since_probe < B3_ROUNDS_SINCE_PROBE_MAX)
 		b->rounds_since_probe++;
-	b3_end_of_round(sk, bn);
+	b3_end_of_round(sk, rs, bn);
 	b3_adapt_lower_bounds(sk, bn);
 	b->loss_in_round = 0;
 	b->ecn_in_round = 0;
@@ -1109,6 +1297,9 @@ static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
 	b3_set_cwnd(sk, bn, rs, bw);
 	if (trace_bbrx3_state_enabled())
 		b3_trace_state(sk, mode0, state0, ca0);
+	/* after the model, which reads nothing of it */
+	if (b->blk && rs->delivered > 0)
+		b3_block_snap(sk, b->blk);
 }
 
 /* Sending starts with nothing in flight: as bbrx_tx_start() (cc_bbrx.c). */
@@ -1163,6 +1354,21 @@ static void bbrx3_init(struct sock *sk)
 	/* without fq on the device, TCP paces by itself (EDT timer) */
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
 	bbrx_stat_inc(bn, BBRX3_STAT_SOCKETS_INIT);
+	b3_block_alloc(sk, b, bn);
+}
+
+/*
+ * .release: the block back, then what bbrx's .release does. The kernel
+ * zeroes the private area before every .init (tcp_assign_congestion_control(),
+ * tcp_reinit_congestion_control(), tcp_disconnect(); a passive open's child
+ * copies its listener's, which never ran .init) and after tcp_disconnect()'s
+ * .release, and 6.1 calls .release also where .init never ran (socket
+ * closed before it was established): blk is NULL there, or this socket's.
+ */
+static void bbrx3_release(struct sock *sk)
+{
+	b3_block_free(sk, inet_csk_ca(sk));
+	bbrx_release(sk);
 }
 
 /* A loss episode begins: save cwnd, and inflight_hi for an undo. */
@@ -1233,7 +1439,7 @@ static size_t bbrx3_get_info(struct sock *sk, u32 ext, int *attr,
 BBRX_DEFINE_CONG_CONTROL_WRAPPER(bbrx3_cong_control)
 BBRX_DEFINE_TX_START_WRAPPER(bbrx3_tx_start)
 
-static_assert(sizeof(struct bbrx3) + sizeof(void *) <= ICSK_CA_PRIV_SIZE);
+static_assert(sizeof(struct bbrx3) <= ICSK_CA_PRIV_SIZE);
 
 /* Registered by main.c; a socket's icsk_ca_ops points here. */
 struct tcp_congestion_ops bbrx3_cong_ops __read_mostly = {
@@ -1241,7 +1447,7 @@ struct tcp_congestion_ops bbrx3_cong_ops __read_mostly = {
 	.name		= BBRX3_CA_NAME,
 	.owner		= THIS_MODULE,
 	.init		= bbrx3_init,
-	.release	= bbrx_release,
+	.release	= bbrx3_release,
 	.cong_control	= BBRX_CONG_CONTROL(bbrx3_cong_control),
 	.sndbuf_expand	= bbrx_sndbuf_expand,
 	.undo_cwnd	= bbrx3_undo_cwnd,

@@ -90,9 +90,12 @@ static int __init bbrx_module_init(void)
 		goto err_pernet;
 
 	/* -EEXIST if a name is taken, -EINVAL if ops are incomplete */
-	err = tcp_register_congestion_control(&bbrx_cong_ops);
+	err = bbrx3_block_cache_create();
 	if (err)
 		goto err_hooks;
+	err = tcp_register_congestion_control(&bbrx_cong_ops);
+	if (err)
+		goto err_cache;
 	err = tcp_register_congestion_control(&bbrx3_cong_ops);
 	if (err)
 		goto err_cc;
@@ -102,6 +105,8 @@ static int __init bbrx_module_init(void)
 
 err_cc:
 	tcp_unregister_congestion_control(&bbrx_cong_ops);
+err_cache:
+	bbrx3_block_cache_destroy();
 err_hooks:
 	bbrx_hooks_remove();
 err_pernet:
@@ -114,6 +119,8 @@ static void __exit bbrx_module_exit(void)
 	/* each waits for RCU readers of the kernel's list */
 	tcp_unregister_congestion_control(&bbrx3_cong_ops);
 	tcp_unregister_congestion_control(&bbrx_cong_ops);
+	/* no socket is left on bbrx3: each held a module reference */
+	bbrx3_block_cache_destroy();
 	bbrx_hooks_remove();
 	unregister_pernet_subsys(&bbrx_net_ops);
 	/* the counters' RCU callbacks (stats.c) run module text */

@@ -49,6 +49,8 @@ static const char * const bbrx_stat_names[BBRX_STAT_MAX] = {
 	[BBRX3_STAT_INFLIGHT_LO_ECN]	= "Bbrx3InflightLoEcn",
 	[BBRX3_STAT_PROBE_RTT_ENTER]	= "Bbrx3ProbeRttEnter",
 	[BBRX3_STAT_IDLE_RESTART]	= "Bbrx3IdleRestart",
+	[BBRX3_STAT_NO_BLOCK]		= "Bbrx3NoBlock",
+	[BBRX3_STAT_BLOCKS]		= "Bbrx3Blocks",
 };
 
 /* Events of netns whose counters were already freed (bbrx_stats_late()). */

@@ -230,6 +230,7 @@ check-lanes: deps
 DEBUG_ENV := $(CACHE)/debug-kernel.env
 DEBUG_MOD := $(CACHE)/debug
 DEBUG_TESTS ?= bbrx_load.sh bbrx_sysctl.sh bbrx_ipv6.sh bbrx_kern_sock.sh \
+	       bbrx3_block.sh \
 	       hook_refusal.sh hook_live_state.sh hook_unload.sh \
 	       hook_autocork_semantics.sh hook_delack.sh hook_tsq.sh hook_coexist.sh \
 	       stress_load_unload.sh stress_netns_churn.sh stress_sysctl_fuzz.sh \

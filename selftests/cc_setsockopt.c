@@ -3,13 +3,16 @@
  * cc_setsockopt - choose a TCP congestion control with setsockopt() and
  * report what the kernel actually uses.
  *
- * Client:  cc_setsockopt [-H SEC] CC ADDR PORT [BYTES]
+ * Client:  cc_setsockopt [-H SEC] [-D] [-S CC,...] CC ADDR PORT [BYTES]
  *   Opens a TCP socket (IPv4 or IPv6, from ADDR), sets TCP_CONGESTION to CC
  *   (CC "-" leaves the default: netns default or route congctl), connects,
  *   sends BYTES (default 1 MiB), reads TCP_CONGESTION back and prints it on
  *   stdout.  With -H, keeps the socket open for SEC seconds after sending
- *   (used to hold a module reference).  Exits non-zero with strerror() on
- *   any failure.
+ *   (used to hold a module reference).  With -D, then disconnects the
+ *   socket (connect() to AF_UNSPEC: the kernel's tcp_disconnect()),
+ *   connects it again and sends BYTES more.  With -S, switches the live
+ *   socket's TCP_CONGESTION to each CC of the list in turn, evenly spread
+ *   over the BYTES sent.  Exits non-zero with strerror() on any failure.
  *
  * Sink:    cc_setsockopt -l [-6] PORT
  *   Listens on PORT (any address), accepts connections and discards what
@@ -97,17 +100,60 @@ static int sink(int v6, const char *port)
 	}
 }
 
+static void set_cc(int fd, const char *cc)
+{
+	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, strlen(cc)))
+		die("setsockopt(TCP_CONGESTION)");
+}
+
+/*
+ * Send @bytes; with @switches (a comma-separated list of congestion
+ * controls), set each in turn after every 1/(n + 1) of them.
+ */
+static void send_bytes(int fd, unsigned long long bytes, char *switches)
+{
+	static char buf[65536];
+	unsigned long long sent = 0, next = bytes + 1, step = bytes;
+	char *cur = switches, *cc;
+	int n = 0;
+
+	if (switches) {
+		for (cc = switches, n = 1; *cc; cc++)
+			n += *cc == ',';
+		step = bytes / (n + 1);
+		next = step;
+	}
+	memset(buf, 'x', sizeof(buf));
+	while (sent < bytes) {
+		unsigned long long left = (next < bytes ? next : bytes) - sent;
+		size_t len = left < sizeof(buf) ? left : sizeof(buf);
+		ssize_t w = write(fd, buf, len);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			die("write");
+		}
+		sent += w;
+		if (sent == next && cur) {
+			cc = strsep(&cur, ",");
+			set_cc(fd, cc);
+			next = cur ? next + step : bytes + 1;
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	char name[TCP_CA_NAME_MAX + 1] = { 0 };
 	struct addrinfo hints = { 0 }, *ai;
-	int opt, listen_mode = 0, v6 = 0, hold = 0, fd, err;
-	unsigned long long bytes = 1 << 20, sent = 0;
+	int opt, listen_mode = 0, v6 = 0, hold = 0, reconnect = 0, fd, err;
+	unsigned long long bytes = 1 << 20;
 	socklen_t nlen = TCP_CA_NAME_MAX;
-	static char buf[65536];
+	char *switches = NULL;
 	const char *cc;
 
-	while ((opt = getopt(argc, argv, "l6H:")) != -1) {
+	while ((opt = getopt(argc, argv, "l6H:DS:")) != -1) {
 		switch (opt) {
 		case 'l':
 			listen_mode = 1;
@@ -117,6 +163,12 @@ int main(int argc, char **argv)
 			break;
 		case 'H':
 			hold = atoi(optarg);
+			break;
+		case 'D':
+			reconnect = 1;
+			break;
+		case 'S':
+			switches = optarg;
 			break;
 		default:
 			usage();
@@ -147,25 +199,21 @@ int main(int argc, char **argv)
 	fd = socket(ai->ai_family, SOCK_STREAM, 0);
 	if (fd < 0)
 		die("socket");
-	if (strcmp(cc, "-") &&
-	    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, strlen(cc)))
-		die("setsockopt(TCP_CONGESTION)");
+	if (strcmp(cc, "-"))
+		set_cc(fd, cc);
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen))
 		die("connect");
-	freeaddrinfo(ai);
+	send_bytes(fd, bytes, switches);
+	if (reconnect) {
+		struct sockaddr unspec = { .sa_family = AF_UNSPEC };
 
-	memset(buf, 'x', sizeof(buf));
-	while (sent < bytes) {
-		size_t n = bytes - sent < sizeof(buf) ? bytes - sent : sizeof(buf);
-		ssize_t w = write(fd, buf, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			die("write");
-		}
-		sent += w;
+		if (connect(fd, &unspec, sizeof(unspec)))
+			die("connect(AF_UNSPEC)");
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen))
+			die("connect again");
+		send_bytes(fd, bytes, NULL);
 	}
+	freeaddrinfo(ai);
 	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &nlen))
 		die("getsockopt(TCP_CONGESTION)");
 	name[nlen < TCP_CA_NAME_MAX ? nlen : TCP_CA_NAME_MAX] = '\0';

@@ -45,6 +45,17 @@ TRACE_DEFINE_ENUM(BBRX_TRACE_GROWN);
 TRACE_DEFINE_ENUM(BBRX_TRACE_PUSH_MARKED);
 TRACE_DEFINE_ENUM(BBRX_TRACE_PUSH_SUPPRESSED);
 
+/* The socket's identity in an event that takes it from @sk itself. */
+#define BBRX_TRACE_ASSIGN_SK(sk)					\
+	do {								\
+		const struct sock *__sk = (sk);				\
+									\
+		__entry->skaddr = __sk;					\
+		__entry->netns = sock_net(__sk)->ns.inum;		\
+		__entry->sport = ntohs(inet_sk(__sk)->inet_sport);	\
+		__entry->dport = ntohs(inet_sk(__sk)->inet_dport);	\
+	} while (0)
+
 /* Names of the numbers the events carry, for their text form. */
 #define BBRX_PRINT_MODE(m)						\
 	__print_symbolic(m, { 0, "STARTUP" }, { 1, "DRAIN" },		\
@@ -123,10 +134,7 @@ DECLARE_EVENT_CLASS(bbrx_round_class,
 				   __entry->tx_in_flight = r->tx_in_flight;),
 		    TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%u bw=%llu pacing_rate=%llu min_rtt_us=%u cwnd=%u pacing_gain=%u cwnd_gain=%u inflight_hi=%u inflight_lo=%u delivered=%u lost=%u ce=%u loss_pm=%u ce_pm=%u ca_state=%s",
 			      __entry->netns, __entry->sport, __entry->dport,
-			      __print_symbolic(__entry->mode,
-					       { 0, "STARTUP" }, { 1, "DRAIN" },
-					       { 2, "PROBE_BW" },
-					       { 3, "PROBE_RTT" }),
+			      BBRX_PRINT_MODE(__entry->mode),
 			      __entry->phase, __entry->bw, __entry->pacing_rate,
 			      __entry->min_rtt_us, __entry->cwnd,
 			      __entry->pacing_gain, __entry->cwnd_gain,
@@ -150,14 +158,8 @@ DEFINE_EVENT_PRINT(bbrx_round_class, bbrx3_round,
 		   TP_ARGS(sk, r),
 		   TP_printk("netns=%u sport=%u dport=%u mode=%s phase=%s bw=%llu pacing_rate=%llu min_rtt_us=%u cwnd=%u pacing_gain=%u cwnd_gain=%u inflight_hi=%u inflight_lo=%u delivered=%u lost=%u ce=%u loss_pm=%u ce_pm=%u ca_state=%s max_bw=%llu bw_lo=%llu tx_in_flight=%u",
 			     __entry->netns, __entry->sport, __entry->dport,
-			     __print_symbolic(__entry->mode,
-					      { 0, "STARTUP" }, { 1, "DRAIN" },
-					      { 2, "PROBE_BW" },
-					      { 3, "PROBE_RTT" }),
-			     __print_symbolic(__entry->phase,
-					      { 0, "DOWN" }, { 1, "CRUISE" },
-					      { 2, "REFILL" }, { 3, "UP" },
-					      { 4, "-" }),
+			     BBRX_PRINT_MODE(__entry->mode),
+			     BBRX_PRINT_PHASE(__entry->phase),
 			     __entry->bw, __entry->pacing_rate,
 			     __entry->min_rtt_us, __entry->cwnd,
 			     __entry->pacing_gain, __entry->cwnd_gain,
@@ -193,10 +195,7 @@ TRACE_EVENT(bbrx3_state,
 			     __field(u32, delivered)
 			     __field(u32, lost)
 			     __field(u32, cwnd)),
-	    TP_fast_assign(__entry->skaddr = sk;
-			   __entry->netns = sock_net(sk)->ns.inum;
-			   __entry->sport = ntohs(inet_sk(sk)->inet_sport);
-			   __entry->dport = ntohs(inet_sk(sk)->inet_dport);
+	    TP_fast_assign(BBRX_TRACE_ASSIGN_SK(sk);
 			   __entry->mode = s->mode;
 			   __entry->phase = s->phase;
 			   __entry->ca_state = s->ca_state;
@@ -237,10 +236,7 @@ DECLARE_EVENT_CLASS(bbrx_hook_class,
 				     __field(int, policy)
 				     __field(int, decision)
 				     __field(u32, value)),
-		    TP_fast_assign(__entry->skaddr = sk;
-				   __entry->netns = sock_net(sk)->ns.inum;
-				   __entry->sport = ntohs(inet_sk(sk)->inet_sport);
-				   __entry->dport = ntohs(inet_sk(sk)->inet_dport);
+		    TP_fast_assign(BBRX_TRACE_ASSIGN_SK(sk);
 				   __entry->policy = policy;
 				   __entry->decision = decision;
 				   __entry->value = value;),

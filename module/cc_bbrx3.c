@@ -863,9 +863,8 @@ static void b3_trace_round_end(struct sock *sk, const struct rate_sample *rs,
 		.ce = ce,
 	};
 
-	if (!b3_sent_flight(sk, rs->prior_delivered, &r.tx_in_flight,
-			    &sent_lost))
-		r.tx_in_flight = 0;
+	/* left 0 where no snapshot covers the send */
+	b3_sent_flight(sk, rs->prior_delivered, &r.tx_in_flight, &sent_lost);
 	bbrx_trace_round_fill(sk, &r);
 	trace_bbrx3_round(sk, &r);
 }

@@ -450,11 +450,25 @@ ns_kill_all()
 	local ns=$1 pids
 
 	pids=$(ip netns pids "$ns" 2>/dev/null)
-	[[ -z $pids ]] && return
-	kill $pids 2>/dev/null
-	sleep 0.2
-	pids=$(ip netns pids "$ns" 2>/dev/null)
-	[[ -n $pids ]] && kill -9 $pids 2>/dev/null
+	if [[ -n $pids ]]; then
+		kill $pids 2>/dev/null
+		sleep 0.2
+		pids=$(ip netns pids "$ns" 2>/dev/null)
+		[[ -n $pids ]] && kill -9 $pids 2>/dev/null
+	fi
+	ns_abort_tcp "$ns"
+}
+
+# ns_abort_tcp NS: abort (SOCK_DESTROY, ss -K) the TCP sockets left in NS
+# once its processes are gone.  A closed socket with unsent data is an
+# orphan that keeps its congestion control, and so tcp_bbrx, until it
+# drains or its retries run out; a slowly paced one (stress_scale's
+# 200 kbit/s flows) or one whose netns is then deleted holds the module
+# for minutes, and the next test's rmmod waits.  Where the kernel lacks
+# CONFIG_INET_DIAG_DESTROY this does nothing and the orphans drain.
+ns_abort_tcp()
+{
+	ip netns exec "$1" ss -K -tan &>/dev/null
 }
 
 # netif_part DEV PART: one part of a NIC's state, as netif_save keeps it:

@@ -8,12 +8,12 @@
 # installs only the missing packages. Needs root (or sudo) for that step.
 #
 # QEMU: bookworm's 7.2 hangs multi-threaded TCG guests when the guest kernel
-# patches its own text under load (README, "Known problems": a vCPU keeps
-# running a stale translation of a patch site). On bookworm this script adds
-# the bookworm-backports suite (Debian's own archive) and installs
-# qemu-system-x86 >= 10 from it; elsewhere, or if that fails (a warning,
-# not an error), an older QEMU stays and scripts/vm-run falls back to
-# single-threaded TCG.
+# patches its own text under load (docs/testing.md, "Known problems of the
+# VM": a vCPU keeps running a stale translation of a patch site). On
+# bookworm this script adds the bookworm-backports suite (Debian's own
+# archive) and installs qemu-system-x86 >= 10 from it; elsewhere, or if
+# that fails (a warning, not an error), an older QEMU stays and
+# scripts/vm-run falls back to single-threaded TCG.
 #
 # deps.sh --host installs only what the host itself needs (its packages and
 # its own kernels' headers), not the build chroots of other suites: mostly

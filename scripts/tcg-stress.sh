@@ -1,6 +1,7 @@
 #!/bin/bash
 # tcg-stress.sh - check that the emulator survives the guest kernel patching
-# its own text under load (README, "Known problems"). Runs in the VM, no module:
+# its own text under load (docs/testing.md, "Known problems of the VM"). Runs
+# in the VM, no module:
 #
 #   scripts/vm-run --ko '' --dir scripts --timeout 400 -- ./tcg-stress.sh [SECS]
 #

@@ -32,7 +32,9 @@
 #                        kernel built once per machine (slow; not in check)
 #   make deb             the Debian package tcp-bbrx-dkms (DKMS source,
 #                        modprobe.d hook), built in a staged copy; the .deb
-#                        lands in .cache/deb/
+#                        lands in .cache/deb/ (scripts/deb-build.sh --name:
+#                        tcp-bbrx-dkms_VERSION_amd64.deb); installs only
+#                        what that needs (scripts/deps.sh --deb)
 #   make check-deb       install that package in an overlay of / (chroot),
 #                        check DKMS's builds for the "full" kernels, purge
 #                        it, check that nothing is left (part of check)
@@ -187,21 +189,28 @@ check-dkms: deps check-version
 	$(ROOT)/scripts/dkms-check.sh $(VM_KVER)
 
 # The Debian package (debian/, dh_dkms), built by scripts/deb-build.sh in a
-# staged copy so that dpkg-buildpackage leaves nothing in the tree.
+# staged copy so that dpkg-buildpackage leaves nothing in the tree. A build
+# machine needs only debhelper, dh-dkms and dpkg-dev for it (deps.sh
+# --deb), not the VM's QEMU, kernels and chroots.
 DEB_DIR := $(CACHE)/deb
-deb: deps check-version
+deb: check-version
+	@$(ROOT)/scripts/deps.sh --deb
 	$(ROOT)/scripts/deb-build.sh $(DEB_DIR)
 
+# The .deb make deb wrote: its name carries debian/control's architecture.
+DEB_FILE = $(DEB_DIR)/$(shell $(ROOT)/scripts/deb-build.sh --name)
+
 # scripts/deb-check.sh: the host's root stays untouched (overlay, private
-# mount namespace); DKMS builds at nice 10.
-check-deb: deb
-	$(ROOT)/scripts/deb-check.sh $(DEB_DIR)/tcp-bbrx-dkms_$(VERSION)_all.deb
+# mount namespace); DKMS builds at nice 10 for the pinned kernels deps
+# installs.
+check-deb: deps deb
+	$(ROOT)/scripts/deb-check.sh $(DEB_FILE)
 
 # The same package installed into Debian 13 (the trixie build chroot,
 # scripts/suite), DKMS building for its 6.12 and trixie-backports' 7.3;
 # part of check-full.
-check-deb-trixie: deb
-	DEB_CHECK_SUITE=trixie $(ROOT)/scripts/deb-check.sh $(DEB_DIR)/tcp-bbrx-dkms_$(VERSION)_all.deb
+check-deb-trixie: deps deb
+	DEB_CHECK_SUITE=trixie $(ROOT)/scripts/deb-check.sh $(DEB_FILE)
 
 # The selftests from a kernel tree through the kernel's selftests Makefile
 # and run_kselftest.sh (scripts/kselftest-check says what it checks).

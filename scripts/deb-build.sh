@@ -3,14 +3,48 @@
 # deb-build.sh OUTDIR - build the tcp-bbrx-dkms binary package (debian/)
 # in a staged copy under OUTDIR, so that dpkg-buildpackage leaves nothing in
 # the source tree; the .deb lands in OUTDIR and its path is printed last.
+# deb-build.sh --name - print the .deb's file name and nothing else.
+#
+# The file name carries debian/control's Architecture: "all", or the one
+# architecture (or the build machine's, of several) the package is for
+# (tcp-bbrx-dkms_0.2.0_amd64.deb). dpkg-buildpackage builds an
+# architecture-specific package for the machine it runs on, so a machine
+# of another architecture is refused.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=${1:?usage: deb-build.sh OUTDIR}
+out=${1:?usage: deb-build.sh OUTDIR | --name}
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$root/dkms.conf")
 deb_ver=$(sed -n '1s/^[^ ]* (\([^)]*\)).*/\1/p' "$root/debian/changelog")
 if [[ $ver != "$deb_ver" ]]; then
 	echo "deb-build: dkms.conf says $ver, debian/changelog $deb_ver" >&2
 	exit 1
+fi
+
+# deb_arch: the architecture in the .deb's name
+deb_arch()
+{
+	local archs host a
+
+	archs=$(sed -n 's/^Architecture:[[:space:]]*//p' "$root/debian/control")
+	if [[ $archs == all ]]; then
+		echo all
+		return
+	fi
+	host=$(dpkg --print-architecture)
+	for a in $archs; do
+		if [[ $a == "$host" ]]; then
+			echo "$a"
+			return
+		fi
+	done
+	echo "deb-build: debian/control builds the package for $archs only; this machine is $host" >&2
+	return 1
+}
+arch=$(deb_arch)
+name=tcp-bbrx-dkms_${ver}_$arch.deb
+if [[ $out == --name ]]; then
+	echo "$name"
+	exit 0
 fi
 stage=$out/bbrx-$ver
 
@@ -34,7 +68,7 @@ if ! (cd "$stage" && dpkg-buildpackage -b -us -uc) >"$log" 2>&1; then
 	echo "deb-build: dpkg-buildpackage failed (log: $log)" >&2
 	exit 1
 fi
-deb=$out/tcp-bbrx-dkms_${ver}_all.deb
+deb=$out/$name
 [[ -f $deb ]] || { echo "deb-build: no $deb after the build" >&2; exit 1; }
 dpkg-deb --contents "$deb"
 echo "deb-build: $deb"

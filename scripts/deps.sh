@@ -19,10 +19,19 @@
 # its own kernels' headers), not the build chroots of other suites: mostly
 # download and unpacking, which scripts/check overlaps with the host's
 # builds.
+#
+# deps.sh --deb installs only what building the Debian package needs
+# (`make deb` on a build machine: make, debhelper, dh-dkms, dpkg-dev), no
+# QEMU, kernels or chroots.
 set -euo pipefail
 
-HOST_ONLY=0
-[[ ${1:-} != --host ]] || HOST_ONLY=1
+MODE=all
+case ${1:-} in
+--host) MODE=host ;;
+--deb) MODE=deb ;;
+'') ;;
+*) echo "usage: deps.sh [--host | --deb]" >&2; exit 2 ;;
+esac
 
 QEMU_MIN=1:10
 
@@ -44,6 +53,9 @@ PKGS=(
 	# build chroots of the suites the host does not run (scripts/suite)
 	mmdebstrap
 )
+# make deb alone: the package holds source only, so no compiler either
+DEB_PKGS=(make debhelper dh-dkms dpkg-dev)
+[[ $MODE != deb ]] || PKGS=("${DEB_PKGS[@]}")
 SCRIPTS=$(dirname "$(readlink -f "$0")")
 RESOLVED=$(dirname "$SCRIPTS")/.cache/kernels.resolved
 
@@ -61,7 +73,7 @@ installed()
 # while it is installed.
 kpkgs() { echo "linux-headers-$1"; [[ $2 == compile ]] || echo "linux-image-$1"; }
 host_builds=()
-while read -r name rel lane _; do
+while [[ $MODE != deb ]] && read -r name rel lane _; do
 	sub=$(awk -v n="$name" '$1 == n { print $2 }' "$RESOLVED" 2>/dev/null || true)
 	if [[ -n $sub && $sub != "$rel" ]] && installed "linux-headers-$sub"; then
 		rel=$sub
@@ -91,7 +103,7 @@ qemu_new_enough()
 # shellcheck source=/dev/null
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 want_bpo=0
-if [[ $codename == bookworm ]] && ! qemu_new_enough; then
+if [[ $MODE != deb && $codename == bookworm ]] && ! qemu_new_enough; then
 	want_bpo=1
 fi
 # foreign_builds: the builds of suites the host does not run, each in its
@@ -164,7 +176,7 @@ record()
 }
 
 if [[ ${#missing[@]} -eq 0 && ${#kmissing[@]} -eq 0 && $want_bpo -eq 0 ]]; then
-	((HOST_ONLY)) && exit 0
+	[[ $MODE == all ]] || exit 0
 	foreign_builds || { echo "deps.sh: error: a build chroot or kernel could not be installed" >&2; exit 1; }
 	exit 0
 fi
@@ -250,6 +262,6 @@ if [[ ${#fail[@]} -ne 0 ]]; then
 	echo "deps.sh: error: still not installed: ${fail[*]}" >&2
 	exit 1
 fi
-((HOST_ONLY)) ||
+[[ $MODE != all ]] ||
 	foreign_builds || { echo "deps.sh: error: a build chroot or kernel could not be installed" >&2; exit 1; }
 echo "deps.sh: done" >&2

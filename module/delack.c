@@ -5,15 +5,16 @@
  * inlined (6.1).
  *
  * Upstream 4720852ed9af ("tcp: fix delayed ACKs for MSS boundary condition",
- * 5.19, in 6.1) makes a receiver mark ICSK_ACK_PUSHED for a PSH segment of at
- * least rcv_mss bytes, so tcp_cleanup_rbuf() ACKs as soon as the application
+ * 6.6, October 2023; stable carried it to 6.1, 5.15, 5.10 and 4.19 that
+ * month) makes a receiver mark ICSK_ACK_PUSHED for a PSH segment of at least
+ * rcv_mss bytes, so tcp_cleanup_rbuf() ACKs as soon as the application
  * reads it instead of waiting for the delayed-ACK timer. A user with an
  * embedded lwIP peer reported 27% less throughput (11% on a radio link)
  * from the extra ACKs and got it back only by reverting the change.
  *
- *   0 kernel        the running kernel (which has the change)
- *   1 post-change   the same: bbrx relies on 6.1's own code, only counts
- *                   the PUSHED marks it sees (DelackPushMarked)
+ *   0 kernel        the running kernel (6.1 and later have the change)
+ *   1 post-change   the same: bbrx relies on the kernel's own code, only
+ *                   counts the PUSHED marks it sees (DelackPushMarked)
  *   2 pre-change    a PSH segment of >= rcv_mss does not mark PUSHED
  *
  * The change is one instruction in tcp_measure_rcv_mss(), "set PUSHED in

@@ -107,7 +107,10 @@ static struct bbrx_param bbrx_params[] = {
 	/* 0 kernel, 1 per-MSS initial size and growth (2013 proposal) */
 	BBRX_POLICY(rcvbuf, 0, 1,
 		    BIT(BBRX_HOOK_RCVBUF) | BIT(BBRX_HOOK_RCVBUF_GROW)),
-	/* 0 kernel, 1 post-4720852ed9af (PSH >= rcv_mss ACKs at read), 2 pre */
+	/*
+	 * 0 kernel, 1 post-4720852ed9af (Oct 2023: PSH >= rcv_mss ACKed
+	 * at read), 2 pre
+	 */
 	BBRX_POLICY(delack, 0, 2, BIT(BBRX_HOOK_DELACK)),
 };
 

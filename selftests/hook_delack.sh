@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Delayed-ACK policy (net.ipv4.bbrx.delack), upstream 4720852ed9af "tcp:
-# fix delayed ACKs for MSS boundary condition": a PSH segment of exactly one
-# MSS sets ICSK_ACK_PUSHED, so the receiver ACKs it as soon as the
-# application reads it instead of waiting for the delayed-ACK timer.
+# fix delayed ACKs for MSS boundary condition" (6.6, October 2023; in 6.1
+# through stable): a PSH segment of exactly one MSS sets ICSK_ACK_PUSHED, so
+# the receiver ACKs it as soon as the application reads it instead of
+# waiting for the delayed-ACK timer.
 #	0 kernel       (6.1 has the change)
 #	1 post-change  the same rule, run by bbrx
 #	2 pre-change   a PSH segment of >= rcv_mss does not set PUSHED: it is

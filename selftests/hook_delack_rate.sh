@@ -3,10 +3,11 @@
 #
 # Delayed-ACK policy (net.ipv4.bbrx.delack), the report behind reverting
 # upstream 4720852ed9af ("tcp: fix delayed ACKs for MSS boundary
-# condition", 5.19): a receiver marks ICSK_ACK_PUSHED for a PSH segment of
-# >= rcv_mss bytes, so it ACKs as soon as the application has read it; an
-# embedded lwIP sender, whose every segment is one MSS with PSH, lost 27% of
-# its throughput (11% on a radio link) to the extra ACKs.  Modes on the
+# condition", 6.6, October 2023; in 6.1 through stable): a receiver marks
+# ICSK_ACK_PUSHED for a PSH segment of >= rcv_mss bytes, so it ACKs as soon
+# as the application has read it; an embedded lwIP sender, whose every
+# segment is one MSS with PSH, lost 27% of its throughput (11% on a radio
+# link) to the extra ACKs.  Modes on the
 # receiver (scope=1), alternating within each repetition (BBRX_REPS, 3):
 #	0 kernel        6.1 (has the change)
 #	2 pre-change    a PSH segment >= rcv_mss does not mark PUSHED: it is

@@ -18,8 +18,9 @@
 #                        run_kselftest.sh over forwarding.config's NICs
 #                        (scripts/kselftest-check; part of check)
 #   make check-docs      every sysctl, counter, trace event, hook and make
-#                        target has an entry in docs/ (scripts/docs-check;
-#                        part of check)
+#                        target has an entry in docs/, and claims that
+#                        drifted before agree with their sources
+#                        (scripts/docs-check; part of check)
 #   make check-full      every check-full target below, one after another
 #   make check-full-NAME the long forms on kernel NAME (lanes.conf "full"),
 #                        e.g. check-full-cloud-6.1, check-full-rt-6.1
@@ -176,7 +177,8 @@ check-style: deps
 	$(ROOT)/scripts/checkpatch.sh
 
 # Every user-visible name, read from its source in the code, has an entry
-# in docs/*.md (docs/results/ excepted); a few greps, no deps.
+# in docs/*.md (docs/results/ excepted), and the claims scripts/docs-check
+# lists agree with their sources; a few greps, no deps.
 check-docs:
 	$(ROOT)/scripts/docs-check
 

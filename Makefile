@@ -27,8 +27,8 @@
 #   make check-stress-NAME  the stress tests' full counts on kernel NAME
 #   make check-scale     stress_scale with 1000 flows (out of reach under TCG)
 #   make check-full-bench   the QUICK bench, every scenario, checked for form
-#   make check-cost      hook_cost under an instruction clock (part of
-#                        check-full)
+#   make check-cost      hook_cost, hook_cost_delack under an instruction
+#                        clock (part of check-full)
 #   make check-debug     the selftests on a KASAN/KFENCE/lockdep/kmemleak
 #                        kernel built once per machine (slow; not in check)
 #   make deb             the Debian package tcp-bbrx-dkms (DKMS source,
@@ -275,8 +275,9 @@ check-debug: deps
 		BBRX_FUNCTIONAL=1 BBRX_STRESS_FULL=$(DEBUG_STRESS_FULL) BBRX_STRESS_FLOWS=$(DEBUG_STRESS_FLOWS) BBRX_EXPECT_REFUSED='$(DEBUG_EXPECT_REFUSED)' BBRX_REQUIRE_HOOKS=all KSFT_FAIL_ON_SKIP=1 KSFT_TIMEOUT=$(DEBUG_TEST_TIMEOUT) \
 		make run_debug DEBUG_TESTS="'$(DEBUG_TESTS)'"
 
-# hook_cost.sh in a VM whose clock counts instructions (selftests/Makefile,
-# TEST_PROGS_ICOUNT says why); part of check-full.
+# hook_cost.sh and hook_cost_delack.sh in a VM whose clock counts
+# instructions (selftests/Makefile, TEST_PROGS_ICOUNT says why); part of
+# check-full.
 check-cost: deps $(VM_KO)
 	$(MAKE) -s -C $(ROOT)/selftests helpers
 	VM_KO=$(VM_KO) $(VM_RUN) --icount --timeout 2400 -- \

@@ -3,11 +3,10 @@
 #
 # net.ipv4.bbrx.* sysctls: defaults in a new netns, EINVAL (and no change)
 # for out-of-range and non-numeric writes, valid values accepted, and the
-# values are per network namespace.  In a netns owned by an unprivileged
-# user namespace (unshare -Urn) its root may tune bbrx's model knobs but not
-# the hook policies (EPERM, value unchanged): they arm hooks every netns
-# shares.  The knobs are exactly those of lib.sh's tables (names read from
-# the loaded module), checked against its defaults and ranges.
+# values are per network namespace.  The knobs are exactly those of
+# lib.sh's tables (names read from the loaded module), checked against its
+# defaults and ranges.  Who may write them (a container's root, a user
+# namespace's, CAP_NET_ADMIN): bbrx_container.sh.
 
 ALL_TESTS="
 	sysctl_names_match
@@ -15,12 +14,10 @@ ALL_TESTS="
 	sysctl_reject_invalid
 	sysctl_accept_valid
 	sysctl_netns_isolation
-	sysctl_userns_policies
 "
 source "$(dirname "$0")/lib.sh"
 
 SYSDIR=/proc/sys/net/ipv4/bbrx
-POLICIES=$(bbrx_policy_names)
 
 # sysctl_write NS NAME VALUE: write VALUE (plus newline, as echo does) to the
 # proc file in NS.  Prints the shell's error, returns the write status.
@@ -162,38 +159,6 @@ sysctl_netns_isolation()
 	ip netns del "$ns"
 
 	log_test "values are per netns; a new netns starts from the defaults"
-}
-
-# sysctl_userns_policies: root of a new user namespace, in a netns that user
-# namespace owns, has no CAP_NET_ADMIN in the initial user namespace.
-sysctl_userns_policies()
-{
-	local out pol bad=
-
-	if ! unshare -Urn true 2>/dev/null; then
-		log_test_skip "policies refused in a user-namespace-owned netns" \
-			"unshare -Urn fails here (unprivileged user namespaces off?)"
-		return
-	fi
-	# One shell in the new namespaces: a knob write, then each policy
-	# write (its error and the value read back), one line each.
-	# shellcheck disable=SC2016,SC2086  # expanded by the inner shell; a list
-	out=$(unshare -Urn bash -c '
-		d=/proc/sys/net/ipv4/bbrx
-		echo 3000 2>&1 > $d/high_gain && echo "high_gain ok $(cat $d/high_gain)"
-		for p in "$@"; do
-			err=$(echo 1 2>&1 > $d/$p) && err=accepted
-			echo "$p ${err##*: } $(cat $d/$p)"
-		done' _ $POLICIES 2>&1)
-	log_info "in unshare -Urn: $(paste -sd';' <<<"$out")"
-	[[ $out == *"high_gain ok 3000"* ]]
-	check_err $? "the netns owner could not set high_gain"
-	for pol in $POLICIES; do
-		grep -qx "$pol Operation not permitted 0" <<<"$out" || bad+=" $pol"
-	done
-	[[ -z $bad ]]
-	check_err $? "policy writes not refused with EPERM (value 0) for:$bad"
-	log_test "policies refused (EPERM) in a user-namespace-owned netns, knobs allowed"
 }
 
 require_command ip sysctl

@@ -6,6 +6,7 @@
 #   make install         modules_install (runs depmod) + modprobe.d hook (root)
 #   make load / unload   insmod / rmmod the built module on this host
 #   make demo            build for the VM kernel, boot it, print a comparison
+#                        (installs only that: scripts/deps.sh --demo)
 #   make check           what CI runs (scripts/check): version, checkpatch,
 #                        W=1 + sparse builds for every pinned kernel, DKMS,
 #                        the Debian package, the bench's smoke form, the
@@ -127,11 +128,18 @@ vm-build: deps
 	$(MAKE) KDIR=$(VM_KDIR) modules
 	$(MAKE) -C $(ROOT)/selftests KDIR=$(VM_KDIR)
 
-# The demo runs next to the selftests' lib.sh in a staged copy.
-demo: vm-build
-	rm -rf $(CACHE)/demo && mkdir -p $(CACHE)/demo
-	cp -r $(ROOT)/selftests/. $(ROOT)/scripts/demo.sh $(CACHE)/demo/
-	$(VM_RUN) --dir $(CACHE)/demo -- ./demo.sh
+# The demo installs only what it needs (deps.sh --demo: QEMU, the guest's
+# programs, make and gcc, the one kernel it boots; not make deps' other
+# kernels and chroots), builds only the module (lib.sh needs no helper) and
+# runs next to the selftests' lib.sh in a staged copy. The shell reads the
+# release once deps.sh has installed it (make would expand VM_KVER before).
+demo:
+	@$(ROOT)/scripts/deps.sh --demo $(KVER)
+	kver=$$($(ROOT)/scripts/vm-kver $(KVER)) && \
+		$(MAKE) KDIR=/usr/src/linux-headers-$$kver modules && \
+		rm -rf $(CACHE)/demo && mkdir -p $(CACHE)/demo && \
+		cp -r $(ROOT)/selftests/. $(ROOT)/scripts/demo.sh $(CACHE)/demo/ && \
+		VM_KVER=$$kver $(ROOT)/scripts/vm-run --dir $(CACHE)/demo -- ./demo.sh
 
 # The benchmark matrix (scripts/bench-matrix.sh), one VM boot per scenario;
 # tables, JSON and plots in results/ (git-ignored).

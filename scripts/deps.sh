@@ -23,25 +23,37 @@
 # deps.sh --deb installs only what building the Debian package needs
 # (`make deb` on a build machine: make, debhelper, dh-dkms, dpkg-dev), no
 # QEMU, kernels or chroots.
+#
+# deps.sh --demo [NAME] installs only what `make demo` needs: QEMU and the
+# programs vm-run copies into the guest, make and gcc, and the headers and
+# image of the one kernel the demo boots (NAME, default the default pinned
+# kernel; one the host's APT serves). No other kernels, no chroots, no
+# static checkers, packaging tools or plotting.
 set -euo pipefail
 
 MODE=all
+DEMO_KERNEL=
 case ${1:-} in
 --host) MODE=host ;;
 --deb) MODE=deb ;;
+--demo) MODE=demo DEMO_KERNEL=${2:-} ;;
 '') ;;
-*) echo "usage: deps.sh [--host | --deb]" >&2; exit 2 ;;
+*) echo "usage: deps.sh [--host | --deb | --demo [NAME]]" >&2; exit 2 ;;
 esac
 
 QEMU_MIN=1:10
 
-PKGS=(
+# what make demo needs (deps.sh --demo), then the rest
+VM_PKGS=(
 	# VM runner: emulator and the host tools copied into the guest's
 	# initramfs
 	qemu-system-x86 cpio zstd xz-utils kmod
 	iperf3 iproute2 ethtool jq tcpdump iputils-ping procps util-linux
 	# building the module
-	make gcc dkms
+	make gcc
+)
+PKGS=(
+	"${VM_PKGS[@]}" dkms
 	# the selftests in a kernel tree (lib.mk's install copies with rsync)
 	rsync
 	# make deb: a DKMS source package built with debhelper's dh_dkms
@@ -56,8 +68,19 @@ PKGS=(
 # make deb alone: the package holds source only, so no compiler either
 DEB_PKGS=(make debhelper dh-dkms dpkg-dev)
 [[ $MODE != deb ]] || PKGS=("${DEB_PKGS[@]}")
+[[ $MODE != demo ]] || PKGS=("${VM_PKGS[@]}")
 SCRIPTS=$(dirname "$(readlink -f "$0")")
 RESOLVED=$(dirname "$SCRIPTS")/.cache/kernels.resolved
+if [[ $MODE == demo ]]; then
+	DEMO_KERNEL=$("$SCRIPTS/vm-kver" --name "$DEMO_KERNEL") || exit 2
+	if ! BBRX_PINS_ONLY=1 "$SCRIPTS/vm-kver" --list host |
+		awk -v n="$DEMO_KERNEL" '$1 == n && $3 != "compile" { f = 1 } END { exit !f }'; then
+		echo "deps.sh: error: make demo boots a build the host's APT serves; $DEMO_KERNEL" \
+			"is compiled only or built in another suite's chroot (scripts/lanes boots those" \
+			"after make deps)" >&2
+		exit 2
+	fi
+fi
 
 installed()
 {
@@ -74,6 +97,7 @@ installed()
 kpkgs() { echo "linux-headers-$1"; [[ $2 == compile ]] || echo "linux-image-$1"; }
 host_builds=()
 while [[ $MODE != deb ]] && read -r name rel lane _; do
+	[[ $MODE != demo || $name == "$DEMO_KERNEL" ]] || continue
 	sub=$(awk -v n="$name" '$1 == n { print $2 }' "$RESOLVED" 2>/dev/null || true)
 	if [[ -n $sub && $sub != "$rel" ]] && installed "linux-headers-$sub"; then
 		rel=$sub

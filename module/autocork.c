@@ -25,7 +25,9 @@
  * ends a record), TcpExtTCPAutoCorking, and MSG_MORE as TCP_NAGLE_CORK.
  */
 #include <linux/kernel.h>
+#include <linux/snmp.h>
 #include <net/tcp.h>
+#include <asm/insn.h>
 
 #include "bbrx.h"
 #include "bbrx_trace.h"
@@ -36,9 +38,6 @@
 static void (*bbrx_push_pending_frames)(struct sock *sk, unsigned int cur_mss,
 					int nonagle);
 static unsigned long bbrx_push_pending_addr;
-
-/* Bytes of tcp_push() searched for its tail call. */
-#define BBRX_TCP_PUSH_SCAN	512
 
 /**
  * bbrx_autocork_wants() - does the autocork hook act on this socket?
@@ -138,30 +137,438 @@ void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
 	bbrx_push_pending_frames(sk, mss_now, nonagle);
 }
 
+/* What a register holds while tcp_push() is walked. */
+enum bbrx_ac_tag { AC_NONE, AC_SK, AC_SKB, AC_NET, AC_MIB, AC_FLAGS };
+
+static const char * const bbrx_ac_tag_name[] = {
+	[AC_SK] = "sk", [AC_SKB] = "skb", [AC_NET] = "net",
+};
+
+/* The facts of bbrx_autocork_tcp_push(), in the order tcp_push() has them. */
+static const char * const bbrx_ac_fact_name[BBRX_AC_FACTS] = {
+	[BBRX_AC_TAIL] = "skb = sk_write_queue.prev",
+	[BBRX_AC_MORE] = "flags & MSG_MORE",
+	[BBRX_AC_PSH] = "or $TCPHDR_PSH,tcp_flags(skb)",
+	[BBRX_AC_WSEQ] = "read of write_seq",
+	[BBRX_AC_PUSHED] = "store to pushed_seq",
+	[BBRX_AC_MAXWIN] = "read of max_window",
+	[BBRX_AC_OOB] = "flags & MSG_OOB",
+	[BBRX_AC_URG] = "store to snd_up",
+	[BBRX_AC_LEN] = "read of skb->len",
+	[BBRX_AC_SYSCTL] = "read of sysctl_tcp_autocorking",
+	[BBRX_AC_RTX] = "read of tcp_rtx_queue",
+	[BBRX_AC_WMEM] = "two reads of sk_wmem_alloc",
+	[BBRX_AC_TRUESIZE] = "read of skb->truesize",
+	[BBRX_AC_EOR] = "test of the eor bit",
+	[BBRX_AC_TSQ_TEST] = "read of sk_tsq_flags",
+	[BBRX_AC_TSQ_SET] = "lock or $TSQF_THROTTLED,sk_tsq_flags",
+	[BBRX_AC_MIB] = "inc of LINUX_MIB_TCPAUTOCORKING",
+	[BBRX_AC_CORK] = "mov $TCP_NAGLE_CORK",
+	[BBRX_AC_PUSH] = "jmp __tcp_push_pending_frames",
+};
+
+/**
+ * bbrx_autocork_shape() - this build's offsets and constants bbrx's tcp_push uses
+ * @sh: filled in, from the headers the module was built with
+ * @fault: leave max_window out of the fields tcp_push() may read
+ *	(fault_verify), as if the kernel's function read a field ours does not
+ */
+void bbrx_autocork_shape(struct bbrx_autocork_shape *sh, bool fault)
+{
+	struct tcp_skb_cb cb;
+	const u8 *b = (const u8 *)&cb;
+	size_t i;
+
+	memset(sh, 0, sizeof(*sh));
+	sh->sk[BBRX_AC_SK_TAIL] = offsetof(struct sock, sk_write_queue) +
+				  offsetof(struct sk_buff_head, prev);
+	sh->sk[BBRX_AC_SK_QUEUE] = offsetof(struct sock, sk_write_queue);
+	sh->sk[BBRX_AC_SK_NET] = offsetof(struct sock, sk_net);
+	sh->sk[BBRX_AC_SK_RTX] = offsetof(struct sock, tcp_rtx_queue);
+	sh->sk[BBRX_AC_SK_WMEM] = offsetof(struct sock, sk_wmem_alloc);
+	sh->sk[BBRX_AC_SK_TSQ] = offsetof(struct sock, sk_tsq_flags);
+	sh->sk[BBRX_AC_SK_WSEQ] = offsetof(struct tcp_sock, write_seq);
+	sh->sk[BBRX_AC_SK_PUSHED] = offsetof(struct tcp_sock, pushed_seq);
+	sh->sk[BBRX_AC_SK_MAXWIN] = fault ? U32_MAX :
+				    offsetof(struct tcp_sock, max_window);
+	sh->sk[BBRX_AC_SK_UP] = offsetof(struct tcp_sock, snd_up);
+	sh->skb_flags = offsetof(struct sk_buff, cb) +
+			offsetof(struct tcp_skb_cb, tcp_flags);
+	sh->skb_len = offsetof(struct sk_buff, len);
+	sh->skb_truesize = offsetof(struct sk_buff, truesize);
+	/* eor is a bit field: find its byte and bit by setting it */
+	memset(&cb, 0, sizeof(cb));
+	cb.eor = 1;
+	for (i = 0; i < sizeof(cb); i++) {
+		if (b[i]) {
+			sh->skb_eor = offsetof(struct sk_buff, cb) + i;
+			sh->eor_bit = b[i];
+			break;
+		}
+	}
+	sh->net_sysctl = offsetof(struct net, ipv4.sysctl_tcp_autocorking);
+	sh->net_mib = offsetof(struct net, mib.net_statistics);
+	sh->mib_idx = LINUX_MIB_TCPAUTOCORKING * sizeof(unsigned long);
+}
+
+/* bbrx_autocork_body()'s walk. */
+struct bbrx_ac_walk {
+	const struct bbrx_autocork_shape *sh;
+	unsigned long addr, push;	/* where the text runs; the tail call */
+	const u8 *text;
+	size_t size, site;		/* bytes; the ftrace site's offset */
+	u8 tag[16];
+	int wmem;
+	struct bbrx_autocork_found *found;
+	char *reason;
+	size_t len;
+};
+
+static void bbrx_ac_fact(struct bbrx_ac_walk *w, enum bbrx_ac_fact f, size_t off)
+{
+	if (w->found->at[f] < 0)
+		w->found->at[f] = off;
+}
+
+/* Is @off one of the sk fields bbrx's tcp_push reads or writes? */
+static int bbrx_ac_sk_field(const struct bbrx_autocork_shape *sh, u32 off)
+{
+	int i;
+
+	for (i = 0; i < BBRX_AC_SK_FIELDS; i++)
+		if (sh->sk[i] == off)
+			return i;
+	return -1;
+}
+
+static int bbrx_ac_refuse(struct bbrx_ac_walk *w, size_t off,
+			  const struct insn *insn, const char *what)
+{
+	snprintf(w->reason, w->len, "tcp_push+%#zx (%*ph) %s", off,
+		 insn->length, w->text + off, what);
+	return -EPERM;
+}
+
+/*
+ * A memory operand through a register that holds sk, the skb or the netns:
+ * it must be a field bbrx's tcp_push uses, and some are facts.
+ */
+static int bbrx_ac_access(struct bbrx_ac_walk *w, const struct insn *insn,
+			  size_t off, int base)
+{
+	const struct bbrx_autocork_shape *sh = w->sh;
+	const u8 op = insn->opcode.bytes[0], ext = X86_MODRM_REG(insn->modrm.value);
+	const u32 disp = insn->displacement.value;
+	const bool store = op == 0x88 || op == 0x89 || op == 0xc6 || op == 0xc7;
+	const bool lea = op == 0x8d;
+	const bool lock = insn->prefixes.bytes[0] == 0xf0;
+	const u8 imm = insn->immediate.value;
+	bool ok = false;
+	char what[64];
+	int f;
+
+	if (insn->displacement.value < 0)
+		goto unknown;
+	/* the address of a known field (the list head; KASAN's checks) */
+	if (lea && (w->tag[base] == AC_SK ? bbrx_ac_sk_field(sh, disp) >= 0 :
+		    w->tag[base] == AC_SKB ?
+		    disp == sh->skb_len || disp == sh->skb_truesize ||
+		    disp == sh->skb_flags || disp == sh->skb_eor :
+		    disp == sh->net_sysctl || disp == sh->net_mib))
+		return 0;
+	if (lea)
+		goto unknown;
+	switch (w->tag[base]) {
+	case AC_SK:
+		f = bbrx_ac_sk_field(sh, disp);
+		if (f < 0)
+			goto unknown;
+		if (f == BBRX_AC_SK_TAIL && !store)
+			bbrx_ac_fact(w, BBRX_AC_TAIL, off);
+		if (f == BBRX_AC_SK_WSEQ && !store)
+			bbrx_ac_fact(w, BBRX_AC_WSEQ, off);
+		if (f == BBRX_AC_SK_PUSHED && store)
+			bbrx_ac_fact(w, BBRX_AC_PUSHED, off);
+		if (f == BBRX_AC_SK_MAXWIN && !store)
+			bbrx_ac_fact(w, BBRX_AC_MAXWIN, off);
+		if (f == BBRX_AC_SK_UP && store)
+			bbrx_ac_fact(w, BBRX_AC_URG, off);
+		if (f == BBRX_AC_SK_RTX && !store)
+			bbrx_ac_fact(w, BBRX_AC_RTX, off);
+		if (f == BBRX_AC_SK_WMEM && !store && ++w->wmem == 2)
+			bbrx_ac_fact(w, BBRX_AC_WMEM, off);
+		if (f == BBRX_AC_SK_TSQ && !store && !lock)
+			bbrx_ac_fact(w, BBRX_AC_TSQ_TEST, off);
+		/* set_bit(TSQ_THROTTLED): lock orb $TSQF_THROTTLED */
+		if (f == BBRX_AC_SK_TSQ && lock && op == 0x80 && ext == 1 &&
+		    imm == TSQF_THROTTLED)
+			bbrx_ac_fact(w, BBRX_AC_TSQ_SET, off);
+		return 0;
+	case AC_SKB:
+		if (disp == sh->skb_len && !store) {
+			bbrx_ac_fact(w, BBRX_AC_LEN, off);
+			ok = true;
+		}
+		if (disp == sh->skb_truesize && !store) {
+			bbrx_ac_fact(w, BBRX_AC_TRUESIZE, off);
+			ok = true;
+		}
+		/* or $TCPHDR_PSH: orb (80 /1), orw (66 83 /1 or 66 81 /1) */
+		if (disp == sh->skb_flags && (op == 0x80 || op == 0x81 ||
+					      op == 0x83) && ext == 1) {
+			if (insn->immediate.value == TCPHDR_PSH)
+				bbrx_ac_fact(w, BBRX_AC_PSH, off);
+			ok = true;
+		}
+		/* testb $eor_bit */
+		if (disp == sh->skb_eor && op == 0xf6 && ext == 0) {
+			if (imm == sh->eor_bit)
+				bbrx_ac_fact(w, BBRX_AC_EOR, off);
+			ok = true;
+		}
+		if (!ok)
+			goto unknown;
+		return 0;
+	case AC_NET:
+		if (disp == sh->net_sysctl && !store) {
+			bbrx_ac_fact(w, BBRX_AC_SYSCTL, off);
+			return 0;
+		}
+		if (disp == sh->net_mib && !store)
+			return 0;
+		goto unknown;
+	}
+	return 0;
+unknown:
+	snprintf(what, sizeof(what), "%s %s+%#x, which bbrx's tcp_push does not",
+		 lea ? "takes the address of" : store ? "writes" : "reads",
+		 bbrx_ac_tag_name[w->tag[base]], disp);
+	return bbrx_ac_refuse(w, off, insn, what);
+}
+
+/* A branch out of the function: the tail call or a return thunk. */
+static int bbrx_ac_branch(struct bbrx_ac_walk *w, const struct insn *insn,
+			  size_t off)
+{
+	const u8 op = insn->opcode.bytes[0];
+	bool rel = (op >= 0x70 && op <= 0x7f) || op == 0xe9 || op == 0xeb ||
+		   (op == 0x0f && (insn->opcode.bytes[1] & 0xf0) == 0x80);
+	long target = off + insn->length + insn->immediate.value;
+	unsigned long abs = w->addr + target;
+	char what[96];
+
+	if (!rel || (target >= 0 && target < (long)w->size))
+		return 0;
+	if (abs == w->push) {
+		bbrx_ac_fact(w, BBRX_AC_PUSH, off);
+		return 0;
+	}
+	if (bbrx_hook_ret_thunk(abs))
+		return 0;
+	snprintf(what, sizeof(what), "jumps to %ps, not __tcp_push_pending_frames or a return",
+		 (void *)abs);
+	return bbrx_ac_refuse(w, off, insn, what);
+}
+
+/* flags & MSG_MORE, flags & MSG_OOB: and/test $imm on a copy of flags. */
+static void bbrx_ac_flags(struct bbrx_ac_walk *w, const struct insn *insn,
+			  size_t off)
+{
+	const u8 op = insn->opcode.bytes[0], ext = X86_MODRM_REG(insn->modrm.value);
+	bool reg_form = insn->modrm.nbytes && X86_MODRM_MOD(insn->modrm.value) == 3;
+	int r = -1;
+
+	if ((op == 0xa8 || op == 0xa9) && insn->opcode.nbytes == 1)
+		r = 0;					/* test $imm,%al/%eax */
+	else if (reg_form && (((op == 0x80 || op == 0x81 || op == 0x83) && ext == 4) ||
+			      ((op == 0xf6 || op == 0xf7) && ext == 0)))
+		r = bbrx_insn_rm(insn);			/* and, test $imm,%reg */
+	if (r < 0 || w->tag[r] != AC_FLAGS)
+		return;
+	if (insn->immediate.value == MSG_MORE)
+		bbrx_ac_fact(w, BBRX_AC_MORE, off);
+	if (insn->immediate.value == MSG_OOB)
+		bbrx_ac_fact(w, BBRX_AC_OOB, off);
+}
+
+/* Caller-saved registers: a call may change them. */
+#define BBRX_CLOBBERED	(BIT(0) | BIT(1) | BIT(2) | BIT(6) | BIT(7) | \
+			 BIT(8) | BIT(9) | BIT(10) | BIT(11))
+
+static int bbrx_ac_step(const struct insn *insn, size_t off, void *ctx)
+{
+	struct bbrx_ac_walk *w = ctx;
+	const u8 op = insn->opcode.bytes[0];
+	const bool two = insn->opcode.nbytes == 2 && op == 0x0f;
+	const bool wide = bbrx_insn_wide(insn);
+	int i, base = -1, dst, src;
+	u8 tag = AC_NONE;
+
+	/* nops (endbr64, the padding's prefixed nopw) and int3 */
+	if ((two && (insn->opcode.bytes[1] == 0x1e || insn->opcode.bytes[1] == 0x1f)) ||
+	    (op == 0xcc && insn->opcode.nbytes == 1))
+		return 0;
+	/* prefixes: lock (set_bit), %gs (the per-cpu MIB), operand size (orw) */
+	for (i = 0; i < insn->prefixes.nbytes; i++)
+		if (insn->prefixes.bytes[i] != 0xf0 && insn->prefixes.bytes[i] != 0x65 &&
+		    insn->prefixes.bytes[i] != 0x66)
+			return bbrx_ac_refuse(w, off, insn,
+					      "has a prefix this verifier does not know");
+	if (insn->vex_prefix.nbytes || insn->rex_prefix.nbytes > 1)
+		return bbrx_ac_refuse(w, off, insn, "is not a plain instruction");
+
+	if (op == 0xe8 && insn->opcode.nbytes == 1) {
+		unsigned long target = w->addr + off + insn->length + insn->immediate.value;
+
+		/* the ftrace site keeps the arguments */
+		if (off == w->site)
+			return 0;
+		if (!bbrx_hook_leaf_call(target)) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "calls %ps", (void *)target);
+			return bbrx_ac_refuse(w, off, insn, what);
+		}
+		for (i = 0; i < 16; i++)
+			if (BBRX_CLOBBERED & BIT(i))
+				w->tag[i] = AC_NONE;
+		return 0;
+	}
+	if (op == 0xff && insn->opcode.nbytes == 1 &&
+	    X86_MODRM_REG(insn->modrm.value) >= 2 && X86_MODRM_REG(insn->modrm.value) <= 5)
+		return bbrx_ac_refuse(w, off, insn, "is an indirect call or jmp");
+	if (bbrx_ac_branch(w, insn, off))
+		return -EPERM;
+
+	if (insn->modrm.nbytes && X86_MODRM_MOD(insn->modrm.value) != 3)
+		base = bbrx_insn_mem_base(insn);
+	/* the per-cpu MIB: inc %gs:LINUX_MIB_TCPAUTOCORKING*8(mib) */
+	if (insn->prefixes.nbytes && insn->prefixes.bytes[0] == 0x65) {
+		if (base < 0 || w->tag[base] != AC_MIB)
+			return bbrx_ac_refuse(w, off, insn,
+					      "is a %gs access this verifier does not know");
+		if (op == 0xff && X86_MODRM_REG(insn->modrm.value) == 0 &&
+		    insn->displacement.value == w->sh->mib_idx)
+			bbrx_ac_fact(w, BBRX_AC_MIB, off);
+		return 0;
+	}
+	if (base >= 0 && w->tag[base] != AC_NONE && w->tag[base] != AC_FLAGS &&
+	    w->tag[base] != AC_MIB) {
+		if (bbrx_ac_access(w, insn, off, base))
+			return -EPERM;
+	}
+	bbrx_ac_flags(w, insn, off);
+	if ((op >= 0xb8 && op <= 0xbf) || (op == 0xc7 && base < 0))
+		if (insn->immediate.value == TCP_NAGLE_CORK)
+			bbrx_ac_fact(w, BBRX_AC_CORK, off);
+
+	dst = bbrx_insn_dest(insn);
+	if (dst == -2)
+		return bbrx_ac_refuse(w, off, insn,
+				      "is an instruction this verifier does not know");
+	if (dst < 0)
+		return 0;
+	/* what the written register holds now */
+	if ((op == 0x89 || op == 0x8b) && X86_MODRM_MOD(insn->modrm.value) == 3) {
+		/* mov %reg,%reg */
+		src = op == 0x89 ? bbrx_insn_reg(insn) : bbrx_insn_rm(insn);
+		tag = w->tag[src];
+		if (!wide && tag != AC_FLAGS)
+			tag = AC_NONE;		/* a 32-bit copy of a pointer */
+	} else if (op == 0x8b && base >= 0 && wide) {		/* a load */
+		u32 disp = insn->displacement.value;
+
+		if (w->tag[base] == AC_SK && disp == w->sh->sk[BBRX_AC_SK_TAIL])
+			tag = AC_SKB;
+		else if (w->tag[base] == AC_SK && disp == w->sh->sk[BBRX_AC_SK_NET])
+			tag = AC_NET;
+		else if (w->tag[base] == AC_NET && disp == w->sh->net_mib)
+			tag = AC_MIB;
+	}
+	w->tag[dst] = tag;
+	return 0;
+}
+
+/**
+ * bbrx_autocork_body() - does tcp_push() do what bbrx_autocork_tcp_push() does?
+ * @text: the function's instructions
+ * @size: bytes in @text
+ * @addr: where @text runs (for branch and call targets)
+ * @push: the address of __tcp_push_pending_frames
+ * @sh: this build's offsets and constants (bbrx_autocork_shape())
+ * @found: each fact's offset, filled in
+ * @reason: set to why not
+ * @len: size of @reason
+ *
+ * Decodes the whole function and follows which registers hold sk (%rdi),
+ * the tail skb (loaded from sk_write_queue.prev), the netns (sk_net), its
+ * MIB and the flags argument (%esi), in text order. Every memory access
+ * through sk, the skb or the netns must be to a field bbrx's tcp_push uses
+ * too (a kernel whose tcp_push reads another field decides on something
+ * ours does not); every fact of bbrx_ac_fact_name[] must be there; no call
+ * but the ftrace site (and a debug kernel's instrumentation); every branch
+ * out of the function goes to __tcp_push_pending_frames or a return thunk.
+ *
+ * Return: 0, or -ENOEXEC (-ENOENT without the decoder) with @reason.
+ */
+int bbrx_autocork_body(const u8 *text, size_t size, unsigned long addr,
+		       unsigned long push, const struct bbrx_autocork_shape *sh,
+		       struct bbrx_autocork_found *found, char *reason, size_t len)
+{
+	struct bbrx_ac_walk w = {
+		.sh = sh, .addr = addr, .push = push, .text = text,
+		.size = size, .site = bbrx_endbr_len(addr), .found = found,
+		.reason = reason, .len = len,
+	};
+	int i, err;
+
+	for (i = 0; i < BBRX_AC_FACTS; i++)
+		found->at[i] = -1;
+	w.tag[7] = AC_SK;		/* %rdi */
+	w.tag[6] = AC_FLAGS;		/* %esi */
+	err = bbrx_hook_walk_buf(text, size, bbrx_ac_step, &w, reason, len);
+	if (err == -EPERM)
+		return -ENOEXEC;
+	if (err)
+		return err;
+	for (i = 0; i < BBRX_AC_FACTS; i++) {
+		if (found->at[i] < 0) {
+			snprintf(reason, len, "tcp_push has no %s",
+				 bbrx_ac_fact_name[i]);
+			return -ENOEXEC;
+		}
+	}
+	return 0;
+}
+
 /**
  * bbrx_autocork_verify() - check tcp_push() is the function we replace
  * @addr: address of tcp_push
  * @reason: why not, on failure
  * @len: size of @reason
  *
- * tcp_push() is global (standard ABI) and ends in a tail call (jmp rel32) to
- * __tcp_push_pending_frames(); both must hold, and the latter must be safe to
- * call through a pointer. Both prototypes are checked at build time against
- * the headers the module is built with.
+ * Both prototypes are checked at build time against the headers the module
+ * is built with; __tcp_push_pending_frames() must be found and safe to
+ * call through a pointer; then tcp_push()'s body must do what ours does
+ * (bbrx_autocork_body()), which a dmesg line reports with each fact's
+ * offset.
  *
  * Return: 0 if the hook may be installed, -ENOEXEC or -ENOENT otherwise.
  */
 int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len)
 {
+	struct bbrx_autocork_shape sh;
+	struct bbrx_autocork_found found;
+	size_t size = bbrx_hook_func_size(addr);
 	unsigned long target;
-	u8 text[BBRX_TCP_PUSH_SCAN];
-	size_t off;
-	s32 rel;
+	int err, i, n = 0;
+	char line[320];
 
 	/* The replacement and the pointer take the headers' prototypes. */
 	BUILD_BUG_ON(!__same_type(&tcp_push, &bbrx_autocork_tcp_push));
 	BUILD_BUG_ON(!__same_type(&__tcp_push_pending_frames,
 				  bbrx_push_pending_frames));
+	BUILD_BUG_ON(TSQ_THROTTLED >= 8);	/* a byte's lock or */
 
 	bbrx_push_pending_addr = bbrx_hook_resolve("__tcp_push_pending_frames");
 	target = bbrx_push_pending_addr;
@@ -173,24 +580,19 @@ int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len)
 		snprintf(reason, len, "__tcp_push_pending_frames has no ENDBR (IBT)");
 		return -ENOEXEC;
 	}
-	if (bbrx_hook_fault(BBRX_HOOK_AUTOCORK))
-		target ^= 1;	/* expect a tail call that is not there */
-
-	if (copy_from_kernel_nofault(text, (void *)addr, sizeof(text))) {
-		snprintf(reason, len, "text unreadable");
-		return -ENOEXEC;
+	if (!size) {
+		snprintf(reason, len, "tcp_push's size not found");
+		return -ENOENT;
 	}
-	for (off = 0; off + 5 <= sizeof(text); off++) {
-		if (text[off] != 0xe9)	/* jmp rel32 */
-			continue;
-		memcpy(&rel, &text[off + 1], sizeof(rel));
-		if (addr + off + 5 + rel == target) {
-			bbrx_push_pending_frames = (void *)bbrx_push_pending_addr;
-			return 0;
-		}
-	}
-	snprintf(reason, len,
-		 "no tail call to __tcp_push_pending_frames in the first %d bytes",
-		 BBRX_TCP_PUSH_SCAN);
-	return -ENOEXEC;
+	bbrx_autocork_shape(&sh, bbrx_hook_fault(BBRX_HOOK_AUTOCORK));
+	err = bbrx_autocork_body((const u8 *)addr, size, addr, target, &sh,
+				 &found, reason, len);
+	if (err)
+		return err;
+	for (i = 0; i < BBRX_AC_FACTS; i++)
+		n += scnprintf(line + n, sizeof(line) - n, " %#lx", found.at[i]);
+	pr_info("bbrx: autocork: tcp_push (%zu bytes) does what bbrx's does; facts at%s\n",
+		size, line);
+	bbrx_push_pending_frames = (void *)bbrx_push_pending_addr;
+	return 0;
 }

@@ -535,8 +535,16 @@ int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
 	return 0;
 }
 
-/* Is a direct call to @target one to a kernel function known not to block? */
-static bool bbrx_leaf_call(unsigned long target)
+/**
+ * bbrx_hook_leaf_call() - is a direct call one to a function that cannot block?
+ * @target: the call's target
+ *
+ * For verifiers of kernel text too: the instrumentation of debug kernels
+ * (lockdep, KASAN) calls these from functions that call nothing else.
+ *
+ * Return: true for a function of bbrx_leaf_calls[] (or its call thunk).
+ */
+bool bbrx_hook_leaf_call(unsigned long target)
 {
 	size_t i;
 
@@ -545,6 +553,100 @@ static bool bbrx_leaf_call(unsigned long target)
 		    bbrx_leaf_addr[i] - target <= BBRX_CALL_PAD)
 			return true;
 	return false;
+}
+
+/**
+ * bbrx_hook_ret_thunk() - is a jump target one of the kernel's return thunks?
+ * @target: the address a jmp goes to
+ *
+ * With return-thunk mitigations the compiler ends functions in "jmp
+ * __x86_return_thunk", which the kernel may rewrite into a plain ret (or
+ * point at another thunk: srso, its, call depth) at boot.
+ *
+ * Return: true when @target starts a symbol whose name ends in
+ * "return_thunk".
+ */
+bool bbrx_hook_ret_thunk(unsigned long target)
+{
+	char name[KSYM_SYMBOL_LEN];
+	size_t n;
+
+	if (!bbrx_hook_func_size(target))
+		return false;
+	n = snprintf(name, sizeof(name), "%ps", (void *)target);
+	return n >= 12 && n < sizeof(name) &&
+	       !strcmp(name + n - 12, "return_thunk");
+}
+
+/**
+ * bbrx_insn_dest() - the general register an instruction writes
+ * @insn: a decoded instruction (calls and prefixes are the caller's)
+ *
+ * For verifiers that follow which register holds what: the forms gcc
+ * emits in the TCP paths bbrx verifies (ALU, mov, lea, movzx/movsx, cmov,
+ * setcc, shifts, inc/dec, neg/not, pop, mov $imm), and those that write
+ * none (cmp, test, stores, push, branches, nops, int3, ud2).
+ *
+ * Return: 0-15, -1 when it writes no general register, -2 for an
+ * instruction this list does not describe (or one writing several).
+ */
+int bbrx_insn_dest(const struct insn *insn)
+{
+	const u8 op = insn->opcode.bytes[0], op2 = insn->opcode.bytes[1];
+	const u8 ext = X86_MODRM_REG(insn->modrm.value);
+	const bool reg = insn->modrm.nbytes && X86_MODRM_MOD(insn->modrm.value) == 3;
+	const int rm = reg ? bbrx_insn_rm(insn) : -1;
+	const int rexb = X86_REX_B(bbrx_insn_rex(insn)) ? 8 : 0;
+
+	if (insn->opcode.nbytes == 2 && op == 0x0f) {
+		if (op2 == 0x1e || op2 == 0x1f || op2 == 0x0b ||	/* nop, ud2 */
+		    (op2 >= 0x80 && op2 <= 0x8f) || op2 == 0xa3)	/* jcc, bt */
+			return -1;
+		if ((op2 >= 0x40 && op2 <= 0x4f) || op2 == 0xaf ||	/* cmov, imul */
+		    (op2 & 0xf6) == 0xb6)				/* movzx/movsx */
+			return bbrx_insn_reg(insn);
+		if (op2 >= 0x90 && op2 <= 0x9f)				/* setcc */
+			return rm;
+		return -2;
+	}
+	if (insn->opcode.nbytes != 1)
+		return -2;
+	if (op < 0x40 && (op & 7) < 4) {		/* add .. cmp, ModRM forms */
+		if ((op & 0x38) == 0x38)
+			return -1;			/* cmp */
+		return op & 2 ? bbrx_insn_reg(insn) : rm;
+	}
+	if (op < 0x40 && (op & 7) < 6)			/* op $imm,%al/%eax */
+		return (op & 0x38) == 0x38 ? -1 : 0;
+	if (op >= 0x50 && op <= 0x57)
+		return -1;				/* push */
+	if (op >= 0x58 && op <= 0x5f)
+		return (op & 7) + rexb;			/* pop */
+	if (op >= 0xb0 && op <= 0xbf)
+		return (op & 7) + rexb;			/* mov $imm,%reg */
+	if ((op >= 0x70 && op <= 0x7f) || op == 0xe8 || op == 0xe9 ||
+	    op == 0xeb || op == 0xc3 || op == 0xcc || op == 0x90 ||
+	    op == 0x84 || op == 0x85 || op == 0xa8 || op == 0xa9)
+		return -1;		/* branches, ret, int3, nop, test */
+	switch (op) {
+	case 0x63: case 0x8a: case 0x8b: case 0x8d:	/* movsxd, mov, lea */
+		return bbrx_insn_reg(insn);
+	case 0x88: case 0x89: case 0xc6: case 0xc7:	/* mov */
+	case 0xc0: case 0xc1: case 0xd0: case 0xd1:	/* shifts */
+	case 0xd2: case 0xd3:
+		return rm;
+	case 0x80: case 0x81: case 0x83:		/* op $imm,r/m */
+		return ext == 7 ? -1 : rm;
+	case 0xf6: case 0xf7:		/* test, not, neg; mul, div: -2 */
+		return ext < 2 ? -1 : ext < 4 ? rm : -2;
+	case 0xfe: case 0xff:		/* inc, dec; push; call, jmp: -2 */
+		return ext < 2 ? rm : ext == 6 ? -1 : -2;
+	case 0x98:
+		return 0;			/* cltq */
+	case 0x99:
+		return 2;			/* cltd: %edx */
+	}
+	return -2;
 }
 
 /* A call to bbrx_trace_hook() (or its call-thunk padding)? */
@@ -612,7 +714,7 @@ static int bbrx_calls_check(unsigned long addr, int depth, bool fault,
 						       reason, rlen);
 				if (err)
 					return err;
-			} else if (fault || !bbrx_leaf_call(target)) {
+			} else if (fault || !bbrx_hook_leaf_call(target)) {
 				snprintf(reason, rlen,
 					 "%ps+%#zx calls %ps (may block on RT)",
 					 (void *)addr, pos, (void *)target);

@@ -30,6 +30,9 @@ size_t bbrx_hook_func_size(unsigned long addr);
 int bbrx_hook_walk(unsigned long addr,
 		   int (*fn)(const struct insn *insn, size_t off, void *ctx),
 		   void *ctx, char *reason, size_t rlen);
+bool bbrx_hook_leaf_call(unsigned long target);
+bool bbrx_hook_ret_thunk(unsigned long target);
+int bbrx_insn_dest(const struct insn *insn);
 int bbrx_insn_reg(const struct insn *insn);
 int bbrx_insn_rm(const struct insn *insn);
 bool bbrx_insn_wide(const struct insn *insn);

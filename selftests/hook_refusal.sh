@@ -24,6 +24,9 @@
 # register, the PSH test in %r8; a call before the load, the socket
 # overwritten, a test of FIN instead of PSH), accepts and refuses as it
 # must, each refusal naming the instruction or bit.
+# fault_verify=autocork takes max_window out of the fields bbrx's tcp_push
+# uses, so the kernel's tcp_push is refused for reading it; a plain load
+# reports where each fact of tcp_push was found.
 # fault_calls=autocork: the load-time check that a redirect's replacement
 # calls nothing that can block (a tail jump into the kernel's transmit path,
 # on PREEMPT_RT too) refuses autocork the same way.
@@ -42,6 +45,7 @@ ALL_TESTS="
 	unknown_hook_name
 	plain_load_installs_all
 	delack_sole_entry
+	autocork_body
 	verifier_known_code
 "
 source "$(dirname "$0")/lib.sh"
@@ -223,7 +227,7 @@ refuse_tsq()
 
 refuse_autocork()
 {
-	fault_case autocork tsq "no tail call"
+	fault_case autocork tsq "tcp_push\\+0x[0-9a-f]+ \\([0-9a-f ]+\\) reads sk\\+0x[0-9a-f]+, which bbrx's tcp_push does not"
 	log_test "fault_verify=autocork: autocork refused with reason, EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
@@ -353,6 +357,25 @@ delack_sole_entry()
 		"${line#*marks PUSHED for }"
 }
 
+# The autocork verifier decodes all of tcp_push() and says at load where
+# it found each fact bbrx's replacement relies on (19 offsets).
+autocork_body()
+{
+	local line
+
+	if [[ $(hook_expected autocork) == refused ]]; then
+		line=$(dmesg_since_start | grep -E 'bbrx: hook autocork \([^)]+\) refused: ' | tail -n 1)
+		[[ -n $line ]]
+		check_err $? "autocork expected refused on this kernel, no refusal line in dmesg"
+		log_test "autocork verifier: refused on this kernel as expected" "${line#*refused: }"
+		return
+	fi
+	line=$(dmesg_since_start | grep "bbrx: autocork: tcp_push (" | tail -n 1)
+	[[ $line =~ "does what bbrx's does; facts at"( 0x[0-9a-f]+){19}$ ]]
+	check_err $? "no body report at load: ${line:-none}"
+	log_test "autocork verifier: tcp_push does what bbrx's does" "${line#*bbrx: autocork: }"
+}
+
 # verifier_known_code: verify_selftest=1 runs the verifiers on known code;
 # every case must pass and the refusals must say what they refused.
 verifier_known_code()
@@ -366,13 +389,15 @@ verifier_known_code()
 	out=$(dmesg_since_start | grep -o 'bbrx: verify_selftest: .*')
 	sum=$(grep -E 'verify_selftest: [0-9]+ passed, [0-9]+ failed$' <<<"$out" | tail -n 1)
 	n=$(grep -c ': ok' <<<"$out")
-	[[ $sum == *" $n passed, 0 failed" ]] && ((n >= 12))
+	[[ $sum == *" $n passed, 0 failed" ]] && ((n >= 17))
 	check_err $? "summary '${sum:-none}', $n cases ok: $(grep FAILED <<<"$out" | head -n 3)"
 	grep -q 'unaccounted instruction at +0x[0-9a-f]* (e8 00 00 00 00)' <<<"$out"
 	check_err $? "the refused call is not named"
 	grep -q 'tests bit 0x1 of tcp_flags, not PSH' <<<"$out"
 	check_err $? "the FIN test is not named"
-	log_test "verifiers on known code: frame setup, copied registers, %r8 accepted; call, lost sk, FIN refused" \
+	grep -q "reads skb+0x8, which bbrx's tcp_push does not" <<<"$out"
+	check_err $? "the autocork read of another skb field is not named"
+	log_test "verifiers on known code: frame setup, copied registers, %r8 accepted; call, lost sk, FIN, tcp_push's extra field refused" \
 		"${sum#bbrx: verify_selftest: }"
 }
 

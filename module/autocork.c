@@ -211,17 +211,12 @@ void bbrx_autocork_shape(struct bbrx_autocork_shape *sh, bool fault)
 	sh->mib_idx = LINUX_MIB_TCPAUTOCORKING * sizeof(unsigned long);
 }
 
-/* bbrx_autocork_body()'s walk. */
+/* bbrx_autocork_body()'s own state. */
 struct bbrx_ac_walk {
 	const struct bbrx_autocork_shape *sh;
-	unsigned long addr, push;	/* where the text runs; the tail call */
-	const u8 *text;
-	size_t size, site;		/* bytes; the ftrace site's offset */
-	u8 tag[16];
-	int wmem;
+	unsigned long push;		/* the tail call's target */
+	int wmem;			/* reads of sk_wmem_alloc so far */
 	struct bbrx_autocork_found *found;
-	char *reason;
-	size_t len;
 };
 
 static void bbrx_ac_fact(struct bbrx_ac_walk *w, enum bbrx_ac_fact f, size_t off)
@@ -241,137 +236,75 @@ static int bbrx_ac_sk_field(const struct bbrx_autocork_shape *sh, u32 off)
 	return -1;
 }
 
-static int bbrx_ac_refuse(struct bbrx_ac_walk *w, size_t off,
-			  const struct insn *insn, const char *what)
+/* The fields of sk, the skb and the netns bbrx's tcp_push touches. */
+static bool bbrx_ac_field(struct bbrx_body *b, int tag, u32 off)
 {
-	snprintf(w->reason, w->len, "tcp_push+%#zx (%*ph) %s", off,
-		 insn->length, w->text + off, what);
-	return -EPERM;
-}
+	const struct bbrx_autocork_shape *sh = ((struct bbrx_ac_walk *)b->ctx)->sh;
 
-/*
- * A memory operand through a register that holds sk, the skb or the netns:
- * it must be a field bbrx's tcp_push uses, and some are facts.
- */
-static int bbrx_ac_access(struct bbrx_ac_walk *w, const struct insn *insn,
-			  size_t off, int base)
-{
-	const struct bbrx_autocork_shape *sh = w->sh;
-	const u8 op = insn->opcode.bytes[0], ext = X86_MODRM_REG(insn->modrm.value);
-	const u32 disp = insn->displacement.value;
-	const bool store = op == 0x88 || op == 0x89 || op == 0xc6 || op == 0xc7;
-	const bool lea = op == 0x8d;
-	const bool lock = insn->prefixes.bytes[0] == 0xf0;
-	const u8 imm = insn->immediate.value;
-	bool ok = false;
-	char what[64];
-	int f;
-
-	if (insn->displacement.value < 0)
-		goto unknown;
-	/* the address of a known field (the list head; KASAN's checks) */
-	if (lea && (w->tag[base] == AC_SK ? bbrx_ac_sk_field(sh, disp) >= 0 :
-		    w->tag[base] == AC_SKB ?
-		    disp == sh->skb_len || disp == sh->skb_truesize ||
-		    disp == sh->skb_flags || disp == sh->skb_eor :
-		    disp == sh->net_sysctl || disp == sh->net_mib))
-		return 0;
-	if (lea)
-		goto unknown;
-	switch (w->tag[base]) {
+	switch (tag) {
 	case AC_SK:
-		f = bbrx_ac_sk_field(sh, disp);
-		if (f < 0)
-			goto unknown;
-		if (f == BBRX_AC_SK_TAIL && !store)
-			bbrx_ac_fact(w, BBRX_AC_TAIL, off);
-		if (f == BBRX_AC_SK_WSEQ && !store)
-			bbrx_ac_fact(w, BBRX_AC_WSEQ, off);
-		if (f == BBRX_AC_SK_PUSHED && store)
-			bbrx_ac_fact(w, BBRX_AC_PUSHED, off);
-		if (f == BBRX_AC_SK_MAXWIN && !store)
-			bbrx_ac_fact(w, BBRX_AC_MAXWIN, off);
-		if (f == BBRX_AC_SK_UP && store)
-			bbrx_ac_fact(w, BBRX_AC_URG, off);
-		if (f == BBRX_AC_SK_RTX && !store)
-			bbrx_ac_fact(w, BBRX_AC_RTX, off);
-		if (f == BBRX_AC_SK_WMEM && !store && ++w->wmem == 2)
-			bbrx_ac_fact(w, BBRX_AC_WMEM, off);
-		if (f == BBRX_AC_SK_TSQ && !store && !lock)
-			bbrx_ac_fact(w, BBRX_AC_TSQ_TEST, off);
-		/* set_bit(TSQ_THROTTLED): lock orb $TSQF_THROTTLED */
-		if (f == BBRX_AC_SK_TSQ && lock && op == 0x80 && ext == 1 &&
-		    imm == TSQF_THROTTLED)
-			bbrx_ac_fact(w, BBRX_AC_TSQ_SET, off);
-		return 0;
+		return bbrx_ac_sk_field(sh, off) >= 0;
 	case AC_SKB:
-		if (disp == sh->skb_len && !store) {
-			bbrx_ac_fact(w, BBRX_AC_LEN, off);
-			ok = true;
-		}
-		if (disp == sh->skb_truesize && !store) {
-			bbrx_ac_fact(w, BBRX_AC_TRUESIZE, off);
-			ok = true;
-		}
-		/* or $TCPHDR_PSH: orb (80 /1), orw (66 83 /1 or 66 81 /1) */
-		if (disp == sh->skb_flags && (op == 0x80 || op == 0x81 ||
-					      op == 0x83) && ext == 1) {
-			if (insn->immediate.value == TCPHDR_PSH)
-				bbrx_ac_fact(w, BBRX_AC_PSH, off);
-			ok = true;
-		}
-		/* testb $eor_bit */
-		if (disp == sh->skb_eor && op == 0xf6 && ext == 0) {
-			if (imm == sh->eor_bit)
-				bbrx_ac_fact(w, BBRX_AC_EOR, off);
-			ok = true;
-		}
-		if (!ok)
-			goto unknown;
-		return 0;
+		return off == sh->skb_len || off == sh->skb_truesize ||
+		       off == sh->skb_flags || off == sh->skb_eor;
 	case AC_NET:
-		if (disp == sh->net_sysctl && !store) {
-			bbrx_ac_fact(w, BBRX_AC_SYSCTL, off);
-			return 0;
-		}
-		if (disp == sh->net_mib && !store)
-			return 0;
-		goto unknown;
+		return off == sh->net_sysctl || off == sh->net_mib;
 	}
-	return 0;
-unknown:
-	snprintf(what, sizeof(what), "%s %s+%#x, which bbrx's tcp_push does not",
-		 lea ? "takes the address of" : store ? "writes" : "reads",
-		 bbrx_ac_tag_name[w->tag[base]], disp);
-	return bbrx_ac_refuse(w, off, insn, what);
+	return false;
 }
 
-/* A branch out of the function: the tail call or a return thunk. */
-static int bbrx_ac_branch(struct bbrx_ac_walk *w, const struct insn *insn,
-			  size_t off)
+/* The tail skb, the netns and its MIB, loaded through sk and the netns. */
+static u8 bbrx_ac_load(struct bbrx_body *b, int tag, u32 off)
 {
-	const u8 op = insn->opcode.bytes[0];
-	bool rel = (op >= 0x70 && op <= 0x7f) || op == 0xe9 || op == 0xeb ||
-		   (op == 0x0f && (insn->opcode.bytes[1] & 0xf0) == 0x80);
-	long target = off + insn->length + insn->immediate.value;
-	unsigned long abs = w->addr + target;
-	char what[96];
+	const struct bbrx_autocork_shape *sh = ((struct bbrx_ac_walk *)b->ctx)->sh;
 
-	if (!rel || (target >= 0 && target < (long)w->size))
-		return 0;
-	if (abs == w->push) {
-		bbrx_ac_fact(w, BBRX_AC_PUSH, off);
-		return 0;
+	if (tag == AC_SK && off == sh->sk[BBRX_AC_SK_TAIL])
+		return AC_SKB;
+	if (tag == AC_SK && off == sh->sk[BBRX_AC_SK_NET])
+		return AC_NET;
+	if (tag == AC_NET && off == sh->net_mib)
+		return AC_MIB;
+	return AC_NONE;
+}
+
+/* A field of sk: which facts it is. */
+static void bbrx_ac_sk_fact(struct bbrx_ac_walk *w, const struct insn *insn,
+			    size_t off, int f)
+{
+	const bool store = bbrx_body_store(insn), lea = insn->opcode.bytes[0] == 0x8d;
+	static const s8 read_fact[BBRX_AC_SK_FIELDS] = {
+		[BBRX_AC_SK_TAIL] = BBRX_AC_TAIL, [BBRX_AC_SK_QUEUE] = -1,
+		[BBRX_AC_SK_NET] = -1, [BBRX_AC_SK_RTX] = BBRX_AC_RTX,
+		[BBRX_AC_SK_WMEM] = -1, [BBRX_AC_SK_TSQ] = BBRX_AC_TSQ_TEST,
+		[BBRX_AC_SK_WSEQ] = BBRX_AC_WSEQ, [BBRX_AC_SK_PUSHED] = -1,
+		[BBRX_AC_SK_MAXWIN] = BBRX_AC_MAXWIN, [BBRX_AC_SK_UP] = -1,
+	};
+
+	if (lea)
+		return;
+	if (store) {
+		if (f == BBRX_AC_SK_PUSHED)
+			bbrx_ac_fact(w, BBRX_AC_PUSHED, off);
+		if (f == BBRX_AC_SK_UP)
+			bbrx_ac_fact(w, BBRX_AC_URG, off);
+		return;
 	}
-	if (bbrx_hook_ret_thunk(abs))
-		return 0;
-	snprintf(what, sizeof(what), "jumps to %ps, not __tcp_push_pending_frames or a return",
-		 (void *)abs);
-	return bbrx_ac_refuse(w, off, insn, what);
+	/* set_bit(TSQ_THROTTLED): lock orb $TSQF_THROTTLED */
+	if (bbrx_body_lock(insn)) {
+		if (f == BBRX_AC_SK_TSQ && insn->opcode.bytes[0] == 0x80 &&
+		    X86_MODRM_REG(insn->modrm.value) == 1 &&
+		    (u8)insn->immediate.value == TSQF_THROTTLED)
+			bbrx_ac_fact(w, BBRX_AC_TSQ_SET, off);
+		return;
+	}
+	if (f == BBRX_AC_SK_WMEM && ++w->wmem == 2)
+		bbrx_ac_fact(w, BBRX_AC_WMEM, off);
+	if (read_fact[f] >= 0)
+		bbrx_ac_fact(w, read_fact[f], off);
 }
 
 /* flags & MSG_MORE, flags & MSG_OOB: and/test $imm on a copy of flags. */
-static void bbrx_ac_flags(struct bbrx_ac_walk *w, const struct insn *insn,
+static void bbrx_ac_flags(struct bbrx_body *b, const struct insn *insn,
 			  size_t off)
 {
 	const u8 op = insn->opcode.bytes[0], ext = X86_MODRM_REG(insn->modrm.value);
@@ -383,111 +316,86 @@ static void bbrx_ac_flags(struct bbrx_ac_walk *w, const struct insn *insn,
 	else if (reg_form && (((op == 0x80 || op == 0x81 || op == 0x83) && ext == 4) ||
 			      ((op == 0xf6 || op == 0xf7) && ext == 0)))
 		r = bbrx_insn_rm(insn);			/* and, test $imm,%reg */
-	if (r < 0 || w->tag[r] != AC_FLAGS)
+	if (r < 0 || b->tag[r] != AC_FLAGS)
 		return;
 	if (insn->immediate.value == MSG_MORE)
-		bbrx_ac_fact(w, BBRX_AC_MORE, off);
+		bbrx_ac_fact(b->ctx, BBRX_AC_MORE, off);
 	if (insn->immediate.value == MSG_OOB)
-		bbrx_ac_fact(w, BBRX_AC_OOB, off);
+		bbrx_ac_fact(b->ctx, BBRX_AC_OOB, off);
 }
 
-/* Caller-saved registers: a call may change them. */
-#define BBRX_CLOBBERED	(BIT(0) | BIT(1) | BIT(2) | BIT(6) | BIT(7) | \
-			 BIT(8) | BIT(9) | BIT(10) | BIT(11))
-
-static int bbrx_ac_step(const struct insn *insn, size_t off, void *ctx)
+/* Every instruction the walk accepted: the facts of bbrx_ac_fact_name[]. */
+static void bbrx_ac_facts(struct bbrx_body *b, const struct insn *insn,
+			  size_t off, int base)
 {
-	struct bbrx_ac_walk *w = ctx;
-	const u8 op = insn->opcode.bytes[0];
-	const bool two = insn->opcode.nbytes == 2 && op == 0x0f;
-	const bool wide = bbrx_insn_wide(insn);
-	int i, base = -1, dst, src;
-	u8 tag = AC_NONE;
+	struct bbrx_ac_walk *w = b->ctx;
+	const struct bbrx_autocork_shape *sh = w->sh;
+	const u8 op = insn->opcode.bytes[0], ext = X86_MODRM_REG(insn->modrm.value);
+	const u8 imm = insn->immediate.value;
+	const u32 disp = insn->displacement.value;
+	const bool read = !bbrx_body_store(insn) && op != 0x8d;
+	u8 tag = base >= 0 ? b->tag[base] : AC_NONE;
 
-	/* nops (endbr64, the padding's prefixed nopw) and int3 */
-	if ((two && (insn->opcode.bytes[1] == 0x1e || insn->opcode.bytes[1] == 0x1f)) ||
-	    (op == 0xcc && insn->opcode.nbytes == 1))
-		return 0;
-	/* prefixes: lock (set_bit), %gs (the per-cpu MIB), operand size (orw) */
-	for (i = 0; i < insn->prefixes.nbytes; i++)
-		if (insn->prefixes.bytes[i] != 0xf0 && insn->prefixes.bytes[i] != 0x65 &&
-		    insn->prefixes.bytes[i] != 0x66)
-			return bbrx_ac_refuse(w, off, insn,
-					      "has a prefix this verifier does not know");
-	if (insn->vex_prefix.nbytes || insn->rex_prefix.nbytes > 1)
-		return bbrx_ac_refuse(w, off, insn, "is not a plain instruction");
-
-	if (op == 0xe8 && insn->opcode.nbytes == 1) {
-		unsigned long target = w->addr + off + insn->length + insn->immediate.value;
-
-		/* the ftrace site keeps the arguments */
-		if (off == w->site)
-			return 0;
-		if (!bbrx_hook_leaf_call(target)) {
-			char what[64];
-
-			snprintf(what, sizeof(what), "calls %ps", (void *)target);
-			return bbrx_ac_refuse(w, off, insn, what);
-		}
-		for (i = 0; i < 16; i++)
-			if (BBRX_CLOBBERED & BIT(i))
-				w->tag[i] = AC_NONE;
-		return 0;
-	}
-	if (op == 0xff && insn->opcode.nbytes == 1 &&
-	    X86_MODRM_REG(insn->modrm.value) >= 2 && X86_MODRM_REG(insn->modrm.value) <= 5)
-		return bbrx_ac_refuse(w, off, insn, "is an indirect call or jmp");
-	if (bbrx_ac_branch(w, insn, off))
-		return -EPERM;
-
-	if (insn->modrm.nbytes && X86_MODRM_MOD(insn->modrm.value) != 3)
-		base = bbrx_insn_mem_base(insn);
-	/* the per-cpu MIB: inc %gs:LINUX_MIB_TCPAUTOCORKING*8(mib) */
-	if (insn->prefixes.nbytes && insn->prefixes.bytes[0] == 0x65) {
-		if (base < 0 || w->tag[base] != AC_MIB)
-			return bbrx_ac_refuse(w, off, insn,
-					      "is a %gs access this verifier does not know");
-		if (op == 0xff && X86_MODRM_REG(insn->modrm.value) == 0 &&
-		    insn->displacement.value == w->sh->mib_idx)
+	bbrx_ac_flags(b, insn, off);
+	/* mov $TCP_NAGLE_CORK,%reg */
+	if (((op >= 0xb8 && op <= 0xbf) || (op == 0xc7 && base < 0)) &&
+	    insn->immediate.value == TCP_NAGLE_CORK)
+		bbrx_ac_fact(w, BBRX_AC_CORK, off);
+	if (base < 0 || insn->displacement.value < 0)
+		return;
+	if (bbrx_insn_prefix(insn, 0x65)) {
+		/* inc %gs:LINUX_MIB_TCPAUTOCORKING*8(mib) */
+		if (tag == AC_MIB && op == 0xff && ext == 0 && disp == sh->mib_idx)
 			bbrx_ac_fact(w, BBRX_AC_MIB, off);
-		return 0;
+		return;
 	}
-	if (base >= 0 && w->tag[base] != AC_NONE && w->tag[base] != AC_FLAGS &&
-	    w->tag[base] != AC_MIB) {
-		if (bbrx_ac_access(w, insn, off, base))
-			return -EPERM;
+	switch (tag) {
+	case AC_SK:
+		if (bbrx_ac_sk_field(sh, disp) >= 0)
+			bbrx_ac_sk_fact(w, insn, off, bbrx_ac_sk_field(sh, disp));
+		break;
+	case AC_SKB:
+		if (disp == sh->skb_len && read)
+			bbrx_ac_fact(w, BBRX_AC_LEN, off);
+		if (disp == sh->skb_truesize && read)
+			bbrx_ac_fact(w, BBRX_AC_TRUESIZE, off);
+		/* or $TCPHDR_PSH: orb (80 /1), orw (66 83 /1 or 66 81 /1) */
+		if (disp == sh->skb_flags && (op == 0x80 || op == 0x81 || op == 0x83) &&
+		    ext == 1 && insn->immediate.value == TCPHDR_PSH)
+			bbrx_ac_fact(w, BBRX_AC_PSH, off);
+		/* testb $eor_bit */
+		if (disp == sh->skb_eor && op == 0xf6 && ext == 0 && imm == sh->eor_bit)
+			bbrx_ac_fact(w, BBRX_AC_EOR, off);
+		break;
+	case AC_NET:
+		if (disp == sh->net_sysctl && read)
+			bbrx_ac_fact(w, BBRX_AC_SYSCTL, off);
+		break;
 	}
-	bbrx_ac_flags(w, insn, off);
-	if ((op >= 0xb8 && op <= 0xbf) || (op == 0xc7 && base < 0))
-		if (insn->immediate.value == TCP_NAGLE_CORK)
-			bbrx_ac_fact(w, BBRX_AC_CORK, off);
-
-	dst = bbrx_insn_dest(insn);
-	if (dst == -2)
-		return bbrx_ac_refuse(w, off, insn,
-				      "is an instruction this verifier does not know");
-	if (dst < 0)
-		return 0;
-	/* what the written register holds now */
-	if ((op == 0x89 || op == 0x8b) && X86_MODRM_MOD(insn->modrm.value) == 3) {
-		/* mov %reg,%reg */
-		src = op == 0x89 ? bbrx_insn_reg(insn) : bbrx_insn_rm(insn);
-		tag = w->tag[src];
-		if (!wide && tag != AC_FLAGS)
-			tag = AC_NONE;		/* a 32-bit copy of a pointer */
-	} else if (op == 0x8b && base >= 0 && wide) {		/* a load */
-		u32 disp = insn->displacement.value;
-
-		if (w->tag[base] == AC_SK && disp == w->sh->sk[BBRX_AC_SK_TAIL])
-			tag = AC_SKB;
-		else if (w->tag[base] == AC_SK && disp == w->sh->sk[BBRX_AC_SK_NET])
-			tag = AC_NET;
-		else if (w->tag[base] == AC_NET && disp == w->sh->net_mib)
-			tag = AC_MIB;
-	}
-	w->tag[dst] = tag;
-	return 0;
 }
+
+/* The tail call: a branch out to __tcp_push_pending_frames. */
+static bool bbrx_ac_exit(struct bbrx_body *b, unsigned long target, size_t off)
+{
+	struct bbrx_ac_walk *w = b->ctx;
+
+	if (target != w->push)
+		return false;
+	bbrx_ac_fact(w, BBRX_AC_PUSH, off);
+	return true;
+}
+
+static const struct bbrx_body_spec bbrx_ac_spec = {
+	.fn = "tcp_push",
+	.tag_name = bbrx_ac_tag_name,
+	.ntags = ARRAY_SIZE(bbrx_ac_tag_name),
+	.value_tags = BIT(AC_FLAGS),
+	.field = bbrx_ac_field,
+	.load = bbrx_ac_load,
+	.fact = bbrx_ac_facts,
+	.exit_ok = bbrx_ac_exit,
+	.percpu_tag = AC_MIB,
+};
 
 /**
  * bbrx_autocork_body() - does tcp_push() do what bbrx_autocork_tcp_push() does?
@@ -500,9 +408,9 @@ static int bbrx_ac_step(const struct insn *insn, size_t off, void *ctx)
  * @reason: set to why not
  * @len: size of @reason
  *
- * Decodes the whole function and follows which registers hold sk (%rdi),
- * the tail skb (loaded from sk_write_queue.prev), the netns (sk_net), its
- * MIB and the flags argument (%esi), in text order. Every memory access
+ * Walks the whole function with bbrx_body_walk(), which follows which
+ * registers hold sk (%rdi), the tail skb (loaded from sk_write_queue.prev),
+ * the netns (sk_net), its MIB and the flags argument (%esi). Every memory access
  * through sk, the skb or the netns must be to a field bbrx's tcp_push uses
  * too (a kernel whose tcp_push reads another field decides on something
  * ours does not); every fact of bbrx_ac_fact_name[] must be there; no call
@@ -515,20 +423,19 @@ int bbrx_autocork_body(const u8 *text, size_t size, unsigned long addr,
 		       unsigned long push, const struct bbrx_autocork_shape *sh,
 		       struct bbrx_autocork_found *found, char *reason, size_t len)
 {
-	struct bbrx_ac_walk w = {
-		.sh = sh, .addr = addr, .push = push, .text = text,
-		.size = size, .site = bbrx_endbr_len(addr), .found = found,
+	struct bbrx_ac_walk w = { .sh = sh, .push = push, .found = found };
+	struct bbrx_body b = {
+		.spec = &bbrx_ac_spec, .text = text, .size = size,
+		.site = bbrx_endbr_len(addr), .addr = addr, .ctx = &w,
 		.reason = reason, .len = len,
 	};
 	int i, err;
 
 	for (i = 0; i < BBRX_AC_FACTS; i++)
 		found->at[i] = -1;
-	w.tag[7] = AC_SK;		/* %rdi */
-	w.tag[6] = AC_FLAGS;		/* %esi */
-	err = bbrx_hook_walk_buf(text, size, bbrx_ac_step, &w, reason, len);
-	if (err == -EPERM)
-		return -ENOEXEC;
+	b.tag[7] = AC_SK;		/* %rdi */
+	b.tag[6] = AC_FLAGS;		/* %esi */
+	err = bbrx_body_walk(&b);
 	if (err)
 		return err;
 	for (i = 0; i < BBRX_AC_FACTS; i++) {

@@ -211,7 +211,7 @@ static const char * const bbrx_ac_case_why[AC_CASES] = {
 	[AC_SK_FIELD] = "reads sk+0x8, which bbrx's tcp_push does not",
 	[AC_SKB_FIELD] = "reads skb+0x8, which bbrx's tcp_push does not",
 	[AC_CALL] = "(e8 00 00 00 00) calls",
-	[AC_JMP] = "(e9 00 01 00 00) jumps to",
+	[AC_JMP] = "(e9 00 01 00 00) jumps out to",
 	[AC_MISSING] = "tcp_push has no flags & MSG_MORE",
 };
 

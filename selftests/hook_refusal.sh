@@ -25,8 +25,10 @@
 # overwritten, a test of FIN instead of PSH), accepts and refuses as it
 # must, each refusal naming the instruction or bit.
 # fault_verify=autocork takes max_window out of the fields bbrx's tcp_push
-# uses, so the kernel's tcp_push is refused for reading it; a plain load
-# reports where each fact of tcp_push was found.
+# uses, so the kernel's tcp_push is refused for reading it; likewise
+# rcvq_space.space for rcvbuf_grow; fault_verify=rcvbuf looks for
+# sk_rcvbuf at an offset no build has. A plain load reports where each
+# verifier found its facts.
 # fault_calls=autocork: the load-time check that a redirect's replacement
 # calls nothing that can block (a tail jump into the kernel's transmit path,
 # on PREEMPT_RT too) refuses autocork the same way.
@@ -45,7 +47,7 @@ ALL_TESTS="
 	unknown_hook_name
 	plain_load_installs_all
 	delack_sole_entry
-	autocork_body
+	bodies_verified
 	verifier_known_code
 "
 source "$(dirname "$0")/lib.sh"
@@ -233,13 +235,13 @@ refuse_autocork()
 
 refuse_rcvbuf()
 {
-	fault_case rcvbuf delack "no ftrace site at entry"
+	fault_case rcvbuf delack "tcp_init_transfer has no read of sk_rcvbuf"
 	log_test "fault_verify=rcvbuf: rcvbuf refused with reason, EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
 refuse_rcvbuf_grow()
 {
-	fault_case rcvbuf_grow delack "no ftrace site at entry"
+	fault_case rcvbuf_grow delack "(tcp_rcv_space_adjust|tcp_rcvbuf_grow)\\+0x[0-9a-f]+ \\([0-9a-f ]+\\) (reads|writes) sk\\+0x[0-9a-f]+, which bbrx's (tcp_rcv_space_adjust|tcp_rcvbuf_grow) does not"
 	log_test "fault_verify=rcvbuf_grow: refused, rcvbuf policy EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
@@ -357,23 +359,32 @@ delack_sole_entry()
 		"${line#*marks PUSHED for }"
 }
 
-# The autocork verifier decodes all of tcp_push() and says at load where
-# it found each fact bbrx's replacement relies on (19 offsets).
-autocork_body()
+# The autocork, rcvbuf_grow and rcvbuf verifiers decode the whole of their
+# target and say at load where they found each fact bbrx relies on.
+# body_report HOOK RE: the plain load's dmesg line of HOOK matches RE.
+body_report()
 {
-	local line
+	local hook=$1 re=$2 line
 
-	if [[ $(hook_expected autocork) == refused ]]; then
-		line=$(dmesg_since_start | grep -E 'bbrx: hook autocork \([^)]+\) refused: ' | tail -n 1)
+	if [[ $(hook_expected "$hook") == refused ]]; then
+		line=$(dmesg_since_start | grep -E "bbrx: hook $hook \([^)]+\) refused: " | tail -n 1)
 		[[ -n $line ]]
-		check_err $? "autocork expected refused on this kernel, no refusal line in dmesg"
-		log_test "autocork verifier: refused on this kernel as expected" "${line#*refused: }"
+		check_err $? "$hook expected refused on this kernel, no refusal line in dmesg"
+		log_info "$hook: refused as expected: ${line#*refused: }"
 		return
 	fi
-	line=$(dmesg_since_start | grep "bbrx: autocork: tcp_push (" | tail -n 1)
-	[[ $line =~ "does what bbrx's does; facts at"( 0x[0-9a-f]+){19}$ ]]
-	check_err $? "no body report at load: ${line:-none}"
-	log_test "autocork verifier: tcp_push does what bbrx's does" "${line#*bbrx: autocork: }"
+	line=$(dmesg_since_start | grep "bbrx: $hook: " | tail -n 1)
+	[[ $line =~ $re ]]
+	check_err $? "no $hook body report at load: ${line:-none}"
+	log_info "${line#*bbrx: }"
+}
+
+bodies_verified()
+{
+	body_report autocork "tcp_push \([0-9]+ bytes\) does what bbrx's does; facts at( 0x[0-9a-f]+){19}$"
+	body_report rcvbuf_grow "(tcp_rcv_space_adjust|tcp_rcvbuf_grow) \([0-9]+ bytes\) does what bbrx's does; facts at( 0x[0-9a-f]+){13,}$"
+	body_report rcvbuf "tcp_init_transfer \([0-9]+ bytes\) reads sk_rcvbuf at 0x[0-9a-f]+, then stores window_clamp at"
+	log_test "autocork, rcvbuf_grow, rcvbuf verifiers: each target's whole body does what bbrx relies on"
 }
 
 # verifier_known_code: verify_selftest=1 runs the verifiers on known code;

@@ -420,6 +420,13 @@ void bbrx_rcvbuf_grow(struct sock *sk, u32 newval);
 void bbrx_rcvbuf_grow(struct sock *sk);
 #endif
 int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len);
+/* What bbrx_rcvbuf_init_transfer() relies on tcp_init_transfer() to do. */
+enum bbrx_rb_fact {
+	RB_RCVBUF_RD, RB_CLAMP_WR, RB_SSTHRESH_WR, RB_SPACE_WR, RB_FACTS
+};
+
+int bbrx_rcvbuf_body(const u8 *text, size_t size, unsigned long addr,
+		     u32 rcvbuf, long *at, char *reason, size_t len);
 int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len);
 
 /* delack.c */

@@ -137,11 +137,8 @@ static const char * const bbrx_rg_tag_name[] = {
 	[RG_SK] = "sk", [RG_NET] = "net", [RG_SKB] = "skb",
 };
 
-/* What bbrx_rcvbuf_init_transfer() relies on tcp_init_transfer() to do. */
-enum bbrx_rb_fact {
-	RB_RCVBUF_RD, RB_CLAMP_WR, RB_SSTHRESH_WR, RB_SPACE_WR, RB_FACTS,
-	RB_RCVBUF_WR = RB_FACTS		/* must not be found */
-};
+/* A write of sk_rcvbuf: must not be found. */
+#define RB_RCVBUF_WR	RB_FACTS
 
 static const char * const bbrx_rb_fact_name[RB_FACTS] = {
 	[RB_RCVBUF_RD] = "read of sk_rcvbuf (tcp_full_space())",
@@ -220,23 +217,32 @@ static const struct bbrx_body_spec bbrx_rb_spec = {
 	.indirect_calls = true,
 };
 
-/*
- * Does tcp_init_transfer() derive the window from the sk_rcvbuf the entry
- * callback set? Its inlined tcp_init_buffer_space() must read sk_rcvbuf
- * through the socket (tcp_full_space()) and then store window_clamp,
- * rcv_ssthresh and rcvq_space.space (in text order after the read), and
- * nothing in the function may write sk_rcvbuf (as kernels before 4.19 did
- * in tcp_fixup_rcvbuf(), which would undo or redo bbrx's sizing). The
- * function calls what it likes: the kernel runs it, not a replacement.
+/**
+ * bbrx_rcvbuf_body() - does tcp_init_transfer() size the window from sk_rcvbuf?
+ * @text: the function's instructions
+ * @size: bytes in @text
+ * @addr: where @text runs
+ * @rcvbuf: sk_rcvbuf's offset in the socket (another one: fault_verify)
+ * @at: each fact's offset, RB_FACTS entries, filled in
+ * @reason: set to why not
+ * @len: size of @reason
+ *
+ * Its inlined tcp_init_buffer_space() must read sk_rcvbuf through the
+ * socket (tcp_full_space()) and then store window_clamp, rcv_ssthresh and
+ * rcvq_space.space (in text order after the read), and nothing in the
+ * function may write sk_rcvbuf (as kernels before 4.19 did in
+ * tcp_fixup_rcvbuf(), which would undo or redo bbrx's sizing). The walk
+ * (bbrx_body_walk()) follows the socket from %rdi; the function calls and
+ * exits as it likes: the kernel runs it, not a replacement.
+ *
+ * Return: 0, or -ENOEXEC (-ENOENT without the decoder) with @reason.
  */
-static int bbrx_rcvbuf_body(unsigned long addr, size_t size, bool fault,
-			    char *reason, size_t len)
+int bbrx_rcvbuf_body(const u8 *text, size_t size, unsigned long addr,
+		     u32 rcvbuf, long *at, char *reason, size_t len)
 {
-	struct bbrx_rb_walk w = {
-		.rcvbuf = fault ? U32_MAX : offsetof(struct sock, sk_rcvbuf),
-	};
+	struct bbrx_rb_walk w = { .rcvbuf = rcvbuf };
 	struct bbrx_body b = {
-		.spec = &bbrx_rb_spec, .text = (const u8 *)addr, .size = size,
+		.spec = &bbrx_rb_spec, .text = text, .size = size,
 		.site = bbrx_endbr_len(addr), .addr = addr, .ctx = &w,
 		.reason = reason, .len = len,
 	};
@@ -259,10 +265,8 @@ static int bbrx_rcvbuf_body(unsigned long addr, size_t size, bool fault,
 				 bbrx_rb_fact_name[i]);
 			return -ENOEXEC;
 		}
+		at[i] = w.at[i];
 	}
-	pr_info("bbrx: rcvbuf: tcp_init_transfer (%zu bytes) reads sk_rcvbuf at %#lx, then stores window_clamp at %#lx, rcv_ssthresh at %#lx, rcvq_space.space at %#lx\n",
-		size, w.at[RB_RCVBUF_RD], w.at[RB_CLAMP_WR], w.at[RB_SSTHRESH_WR],
-		w.at[RB_SPACE_WR]);
 	return 0;
 }
 
@@ -282,6 +286,7 @@ static int bbrx_rcvbuf_body(unsigned long addr, size_t size, bool fault,
 int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len)
 {
 	size_t size = bbrx_hook_func_size(addr);
+	long at[RB_FACTS];
 	int err;
 
 	BUILD_BUG_ON(!__same_type(&tcp_init_transfer,
@@ -293,8 +298,15 @@ int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len)
 		snprintf(reason, len, "the function's size not found");
 		return -ENOENT;
 	}
-	return bbrx_rcvbuf_body(addr, size, bbrx_hook_fault(BBRX_HOOK_RCVBUF),
-				reason, len);
+	err = bbrx_rcvbuf_body((const u8 *)addr, size, addr,
+			       bbrx_hook_fault(BBRX_HOOK_RCVBUF) ? U32_MAX :
+			       offsetof(struct sock, sk_rcvbuf), at, reason, len);
+	if (err)
+		return err;
+	pr_info("bbrx: rcvbuf: tcp_init_transfer (%zu bytes) reads sk_rcvbuf at %#lx, then stores window_clamp at %#lx, rcv_ssthresh at %#lx, rcvq_space.space at %#lx\n",
+		size, at[RB_RCVBUF_RD], at[RB_CLAMP_WR], at[RB_SSTHRESH_WR],
+		at[RB_SPACE_WR]);
+	return 0;
 }
 
 /* What bbrx_rcvbuf_grow() follows of the kernel's function, each a fact. */

@@ -19,10 +19,12 @@
 # module's list, so this is where a hook dropped or added shows.
 # On a kernel known to refuse some hooks (BBRX_EXPECT_REFUSED, lib_hooks.sh)
 # those must be refused by their own verifiers instead.
-# verify_selftest=1: the tsq and delack verifiers' decoding, fed code no
-# booted kernel shows (a frame-setup prologue, the socket in a copied
-# register, the PSH test in %r8; a call before the load, the socket
-# overwritten, a test of FIN instead of PSH), accepts and refuses as it
+# verify_selftest=1: the tsq, delack, autocork and rcvbuf verifiers'
+# decoding, fed code no booted kernel shows (a frame-setup prologue, the
+# socket in a copied register, the PSH test in %r8, stores reached by a
+# jump past an epilogue; a call before the load, the socket overwritten, a
+# test of FIN instead of PSH, a tcp_push reading another field, calling or
+# jumping elsewhere, a write of sk_rcvbuf), accepts and refuses as it
 # must, each refusal naming the instruction or bit.
 # fault_verify=autocork takes max_window out of the fields bbrx's tcp_push
 # uses, so the kernel's tcp_push is refused for reading it; likewise
@@ -400,7 +402,7 @@ verifier_known_code()
 	out=$(dmesg_since_start | grep -o 'bbrx: verify_selftest: .*')
 	sum=$(grep -E 'verify_selftest: [0-9]+ passed, [0-9]+ failed$' <<<"$out" | tail -n 1)
 	n=$(grep -c ': ok' <<<"$out")
-	[[ $sum == *" $n passed, 0 failed" ]] && ((n >= 17))
+	[[ $sum == *" $n passed, 0 failed" ]] && ((n >= 21))
 	check_err $? "summary '${sum:-none}', $n cases ok: $(grep FAILED <<<"$out" | head -n 3)"
 	grep -q 'unaccounted instruction at +0x[0-9a-f]* (e8 00 00 00 00)' <<<"$out"
 	check_err $? "the refused call is not named"
@@ -408,7 +410,9 @@ verifier_known_code()
 	check_err $? "the FIN test is not named"
 	grep -q "reads skb+0x8, which bbrx's tcp_push does not" <<<"$out"
 	check_err $? "the autocork read of another skb field is not named"
-	log_test "verifiers on known code: frame setup, copied registers, %r8 accepted; call, lost sk, FIN, tcp_push's extra field refused" \
+	grep -q "tcp_init_transfer+0x[0-9a-f]* writes sk_rcvbuf" <<<"$out"
+	check_err $? "the rcvbuf write of sk_rcvbuf is not named"
+	log_test "verifiers on known code: frame setup, copied registers, %r8, a merged branch accepted; call, lost sk, FIN, extra field, sk_rcvbuf write refused" \
 		"${sum#bbrx: verify_selftest: }"
 }
 

@@ -363,6 +363,38 @@ bool bbrx_autocork_wants(struct sock *sk);
 void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
 			    int nonagle, int size_goal);
 int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len);
+/* The fields of sk (and tcp_sock) bbrx's tcp_push uses. */
+enum {
+	BBRX_AC_SK_TAIL, BBRX_AC_SK_QUEUE, BBRX_AC_SK_NET, BBRX_AC_SK_RTX,
+	BBRX_AC_SK_WMEM, BBRX_AC_SK_TSQ, BBRX_AC_SK_WSEQ, BBRX_AC_SK_PUSHED,
+	BBRX_AC_SK_MAXWIN, BBRX_AC_SK_UP, BBRX_AC_SK_FIELDS
+};
+
+/* This build's offsets (bytes) and constants bbrx's tcp_push uses. */
+struct bbrx_autocork_shape {
+	u32 sk[BBRX_AC_SK_FIELDS];
+	u32 skb_flags, skb_len, skb_truesize, skb_eor;
+	u8 eor_bit;
+	u32 net_sysctl, net_mib, mib_idx;
+};
+
+/* What bbrx_autocork_body() must find in tcp_push(). */
+enum bbrx_ac_fact {
+	BBRX_AC_TAIL, BBRX_AC_MORE, BBRX_AC_PSH, BBRX_AC_WSEQ, BBRX_AC_PUSHED,
+	BBRX_AC_MAXWIN, BBRX_AC_OOB, BBRX_AC_URG, BBRX_AC_LEN, BBRX_AC_SYSCTL,
+	BBRX_AC_RTX, BBRX_AC_WMEM, BBRX_AC_TRUESIZE, BBRX_AC_EOR,
+	BBRX_AC_TSQ_TEST, BBRX_AC_TSQ_SET, BBRX_AC_MIB, BBRX_AC_CORK,
+	BBRX_AC_PUSH, BBRX_AC_FACTS
+};
+
+struct bbrx_autocork_found {
+	long at[BBRX_AC_FACTS];		/* each fact's offset, bytes */
+};
+
+void bbrx_autocork_shape(struct bbrx_autocork_shape *sh, bool fault);
+int bbrx_autocork_body(const u8 *text, size_t size, unsigned long addr,
+		       unsigned long push, const struct bbrx_autocork_shape *sh,
+		       struct bbrx_autocork_found *found, char *reason, size_t len);
 
 /* tsq.c */
 bool bbrx_tsq_wants(struct sock *sk);
@@ -388,6 +420,13 @@ void bbrx_rcvbuf_grow(struct sock *sk, u32 newval);
 void bbrx_rcvbuf_grow(struct sock *sk);
 #endif
 int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len);
+/* What bbrx_rcvbuf_init_transfer() relies on tcp_init_transfer() to do. */
+enum bbrx_rb_fact {
+	RB_RCVBUF_RD, RB_CLAMP_WR, RB_SSTHRESH_WR, RB_SPACE_WR, RB_FACTS
+};
+
+int bbrx_rcvbuf_body(const u8 *text, size_t size, unsigned long addr,
+		     u32 rcvbuf, long *at, char *reason, size_t len);
 int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len);
 
 /* delack.c */

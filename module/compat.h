@@ -200,8 +200,10 @@ static inline bool bbrx_indirect_call_ok(unsigned long addr)
  * scaling_ratio to tcp_sock" and follow-ups); Debian's 6.12 (6.12.117) also
  * subtracts what still waits in the receive queue, in a signed int. Both
  * come with the header probe BBRX_HAVE_TCP_SPACE_FROM_WIN; a 6.6+ build
- * without the subtraction would differ from bbrx's mode 1 there. 6.1 counts
- * in a u32, 6.12 in an int: the s64 keeps either value.
+ * without the subtraction would differ from bbrx's mode 1 there: the
+ * rcvbuf_grow verifier refuses it (no read of rcv_nxt), and a build
+ * without the probe that reads rcv_nxt. 6.1 counts in a u32, 6.12 in an
+ * int: the s64 keeps either value.
  */
 static inline s64 bbrx_rcvq_copied(const struct tcp_sock *tp)
 {

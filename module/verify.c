@@ -416,16 +416,21 @@ int bbrx_hook_walk(unsigned long addr,
 	return bbrx_hook_walk_buf((const u8 *)addr, size, fn, ctx, reason, rlen);
 }
 
+/* Is this a relative branch (jcc, jmp, loop/jcxz)? */
+static bool bbrx_insn_rel_branch(const struct insn *insn)
+{
+	const u8 op = insn->opcode.bytes[0];
+
+	return (op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) ||
+	       op == 0xe9 || op == 0xeb ||
+	       (op == 0x0f && insn->opcode.nbytes == 2 &&
+		(insn->opcode.bytes[1] & 0xf0) == 0x80);
+}
+
 /* Relative branch (jcc, jmp, loop/jcxz): its target offset, else -1. */
 static long bbrx_insn_branch_target(const struct insn *insn, size_t off)
 {
-	const u8 op = insn->opcode.bytes[0];
-	bool rel = (op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) ||
-		   op == 0xe9 || op == 0xeb ||
-		   (op == 0x0f && insn->opcode.nbytes == 2 &&
-		    (insn->opcode.bytes[1] & 0xf0) == 0x80);
-
-	if (!rel)
+	if (!bbrx_insn_rel_branch(insn))
 		return -1;
 	return off + insn->length + insn->immediate.value;
 }
@@ -535,8 +540,16 @@ int bbrx_hook_sole_entry(unsigned long addr, size_t off, size_t from,
 	return 0;
 }
 
-/* Is a direct call to @target one to a kernel function known not to block? */
-static bool bbrx_leaf_call(unsigned long target)
+/**
+ * bbrx_hook_leaf_call() - is a direct call one to a function that cannot block?
+ * @target: the call's target
+ *
+ * For verifiers of kernel text too: the instrumentation of debug kernels
+ * (lockdep, KASAN) calls these from functions that call nothing else.
+ *
+ * Return: true for a function of bbrx_leaf_calls[] (or its call thunk).
+ */
+bool bbrx_hook_leaf_call(unsigned long target)
 {
 	size_t i;
 
@@ -545,6 +558,401 @@ static bool bbrx_leaf_call(unsigned long target)
 		    bbrx_leaf_addr[i] - target <= BBRX_CALL_PAD)
 			return true;
 	return false;
+}
+
+/**
+ * bbrx_hook_ret_thunk() - is a jump target one of the kernel's return thunks?
+ * @target: the address a jmp goes to
+ *
+ * With return-thunk mitigations the compiler ends functions in "jmp
+ * __x86_return_thunk", which the kernel may rewrite into a plain ret (or
+ * point at another thunk: srso, its, call depth) at boot.
+ *
+ * Return: true when @target starts a symbol whose name ends in
+ * "return_thunk".
+ */
+bool bbrx_hook_ret_thunk(unsigned long target)
+{
+	char name[KSYM_SYMBOL_LEN];
+	size_t n;
+
+	if (!bbrx_hook_func_size(target))
+		return false;
+	n = snprintf(name, sizeof(name), "%ps", (void *)target);
+	return n >= 12 && n < sizeof(name) &&
+	       !strcmp(name + n - 12, "return_thunk");
+}
+
+/**
+ * bbrx_insn_dest() - the general register an instruction writes
+ * @insn: a decoded instruction (calls and prefixes are the caller's)
+ *
+ * For verifiers that follow which register holds what: the forms gcc
+ * emits in the TCP paths bbrx verifies (ALU, mov, lea, movzx/movsx, cmov,
+ * setcc, shifts, inc/dec, neg/not, pop, mov $imm), and those that write
+ * none (cmp, test, stores, push, branches, nops, int3, ud2).
+ *
+ * Return: 0-15, -1 when it writes no general register, -3 for mul and
+ * div (%rax and %rdx), -2 for an instruction this list does not describe.
+ */
+int bbrx_insn_dest(const struct insn *insn)
+{
+	const u8 op = insn->opcode.bytes[0], op2 = insn->opcode.bytes[1];
+	const u8 ext = X86_MODRM_REG(insn->modrm.value);
+	const bool reg = insn->modrm.nbytes && X86_MODRM_MOD(insn->modrm.value) == 3;
+	const int rm = reg ? bbrx_insn_rm(insn) : -1;
+	const int rexb = X86_REX_B(bbrx_insn_rex(insn)) ? 8 : 0;
+
+	if (insn->opcode.nbytes == 2 && op == 0x0f) {
+		if (op2 == 0x1e || op2 == 0x1f || op2 == 0x0b ||	/* nop, ud2 */
+		    (op2 >= 0x80 && op2 <= 0x8f) || op2 == 0xa3)	/* jcc, bt */
+			return -1;
+		if ((op2 >= 0x40 && op2 <= 0x4f) || op2 == 0xaf ||	/* cmov, imul */
+		    (op2 & 0xf6) == 0xb6)				/* movzx/movsx */
+			return bbrx_insn_reg(insn);
+		if (op2 >= 0x90 && op2 <= 0x9f)				/* setcc */
+			return rm;
+		return -2;
+	}
+	if (insn->opcode.nbytes != 1)
+		return -2;
+	if (op < 0x40 && (op & 7) < 4) {		/* add .. cmp, ModRM forms */
+		if ((op & 0x38) == 0x38)
+			return -1;			/* cmp */
+		return op & 2 ? bbrx_insn_reg(insn) : rm;
+	}
+	if (op < 0x40 && (op & 7) < 6)			/* op $imm,%al/%eax */
+		return (op & 0x38) == 0x38 ? -1 : 0;
+	if (op >= 0x50 && op <= 0x57)
+		return -1;				/* push */
+	if (op >= 0x58 && op <= 0x5f)
+		return (op & 7) + rexb;			/* pop */
+	if (op >= 0xb0 && op <= 0xbf)
+		return (op & 7) + rexb;			/* mov $imm,%reg */
+	if ((op >= 0x70 && op <= 0x7f) || op == 0xe8 || op == 0xe9 ||
+	    op == 0xeb || op == 0xc3 || op == 0xcc || op == 0x90 ||
+	    op == 0x84 || op == 0x85 || op == 0xa8 || op == 0xa9)
+		return -1;		/* branches, ret, int3, nop, test */
+	switch (op) {
+	case 0x63: case 0x8a: case 0x8b: case 0x8d:	/* movsxd, mov, lea */
+		return bbrx_insn_reg(insn);
+	case 0x88: case 0x89: case 0xc6: case 0xc7:	/* mov */
+	case 0xc0: case 0xc1: case 0xd0: case 0xd1:	/* shifts */
+	case 0xd2: case 0xd3:
+		return rm;
+	case 0x80: case 0x81: case 0x83:		/* op $imm,r/m */
+		return ext == 7 ? -1 : rm;
+	case 0xf6: case 0xf7:		/* test, not, neg; mul, div */
+		return ext < 2 ? -1 : ext < 4 ? rm : -3;
+	case 0xfe: case 0xff:		/* inc, dec; push; call, jmp: -2 */
+		return ext < 2 ? rm : ext == 6 ? -1 : -2;
+	case 0x98:
+		return 0;			/* cltq */
+	case 0x99:
+		return 2;			/* cltd: %edx */
+	}
+	return -2;
+}
+
+/**
+ * bbrx_insn_prefix() - has an instruction this legacy prefix?
+ * @insn: a decoded instruction
+ * @byte: the prefix (0xf0 lock, 0x65 %gs, ...)
+ *
+ * Return: true when @byte is among its prefixes.
+ */
+bool bbrx_insn_prefix(const struct insn *insn, u8 byte)
+{
+	int i;
+
+	for (i = 0; i < insn->prefixes.nbytes; i++)
+		if (insn->prefixes.bytes[i] == byte)
+			return true;
+	return false;
+}
+
+/**
+ * bbrx_body_store() - does an instruction only write its memory operand?
+ * @insn: a decoded instruction with a memory operand
+ *
+ * Return: true for mov to memory (88, 89, c6, c7).
+ */
+bool bbrx_body_store(const struct insn *insn)
+{
+	const u8 op = insn->opcode.bytes[0];
+
+	return insn->opcode.nbytes == 1 &&
+	       (op == 0x88 || op == 0x89 || op == 0xc6 || op == 0xc7);
+}
+
+/**
+ * bbrx_body_lock() - has an instruction a lock prefix?
+ * @insn: a decoded instruction
+ *
+ * Return: true with 0xf0 among its prefixes.
+ */
+bool bbrx_body_lock(const struct insn *insn)
+{
+	return bbrx_insn_prefix(insn, 0xf0);
+}
+
+/**
+ * bbrx_body_named() - does a call or jump target start a symbol so named?
+ * @target: the address
+ * @prefix: the start of the name
+ *
+ * Return: true when @target is the start of a symbol whose name begins
+ * with @prefix.
+ */
+bool bbrx_body_named(unsigned long target, const char *prefix)
+{
+	char name[KSYM_SYMBOL_LEN];
+
+	if (!bbrx_hook_func_size(target))
+		return false;
+	snprintf(name, sizeof(name), "%ps", (void *)target);
+	return !strncmp(name, prefix, strlen(prefix));
+}
+
+static int bbrx_body_refuse(struct bbrx_body *b, size_t off,
+			    const struct insn *insn, const char *what)
+{
+	snprintf(b->reason, b->len, "%s+%#zx (%*ph) %s", b->spec->fn, off,
+		 insn->length, b->text + off, what);
+	return -EPERM;
+}
+
+/* Caller-saved registers: a call may change them. */
+#define BBRX_CLOBBERED	(BIT(0) | BIT(1) | BIT(2) | BIT(6) | BIT(7) | \
+			 BIT(8) | BIT(9) | BIT(10) | BIT(11))
+
+static void bbrx_body_clobber(struct bbrx_body *b, unsigned long regs)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(b->tag); i++)
+		if (regs & BIT(i))
+			b->tag[i] = 0;
+}
+
+/* Is @tag one whose fields the spec checks? */
+static const char *bbrx_body_checked(const struct bbrx_body *b, u8 tag)
+{
+	return tag && tag < b->spec->ntags ? b->spec->tag_name[tag] : NULL;
+}
+
+/* Calls, indirect calls and jumps, branches out of the function. */
+static int bbrx_body_flow(struct bbrx_body *b, const struct insn *insn,
+			  size_t off)
+{
+	const u8 op = insn->opcode.bytes[0], ext = X86_MODRM_REG(insn->modrm.value);
+	long target = off + insn->length + insn->immediate.value;
+	unsigned long abs = b->addr + target;
+	char what[96];
+
+	if (op == 0xe8 && insn->opcode.nbytes == 1) {
+		if (off == b->site)
+			return 0;	/* the ftrace site keeps the arguments */
+		if (!bbrx_hook_leaf_call(abs) &&
+		    !(b->spec->call_ok && b->spec->call_ok(b, abs, off))) {
+			snprintf(what, sizeof(what), "calls %ps", (void *)abs);
+			return bbrx_body_refuse(b, off, insn, what);
+		}
+		bbrx_body_clobber(b, BBRX_CLOBBERED);
+		return 0;
+	}
+	if (op == 0xff && insn->opcode.nbytes == 1 && (ext == 2 || ext == 3)) {
+		if (!b->spec->indirect_calls)
+			return bbrx_body_refuse(b, off, insn, "is an indirect call");
+		bbrx_body_clobber(b, BBRX_CLOBBERED);
+		return 0;
+	}
+	if (op == 0xff && insn->opcode.nbytes == 1 && (ext == 4 || ext == 5))
+		return bbrx_body_refuse(b, off, insn, "is an indirect jmp");
+	if (!bbrx_insn_rel_branch(insn) ||
+	    (target >= 0 && target < (long)b->size))
+		return 0;
+	if (bbrx_hook_ret_thunk(abs) ||
+	    (b->spec->exit_ok && b->spec->exit_ok(b, abs, off)))
+		return 0;
+	snprintf(what, sizeof(what), "jumps out to %ps", (void *)abs);
+	return bbrx_body_refuse(b, off, insn, what);
+}
+
+/* A memory operand through a register whose fields the spec checks. */
+static int bbrx_body_access(struct bbrx_body *b, const struct insn *insn,
+			    size_t off, int base)
+{
+	const bool gs = bbrx_insn_prefix(insn, 0x65);
+	const s32 disp = insn->displacement.value;
+	const char *name;
+	char what[96];
+
+	if (gs) {
+		if (base < 0 || (b->spec->percpu_tag &&
+				 b->tag[base] == b->spec->percpu_tag))
+			return 0;
+		return bbrx_body_refuse(b, off, insn,
+					"is a %gs access this verifier does not know");
+	}
+	name = base < 0 ? NULL : bbrx_body_checked(b, b->tag[base]);
+	if (!name)
+		return 0;
+	if (disp >= 0 && b->spec->field(b, b->tag[base], disp))
+		return 0;
+	snprintf(what, sizeof(what), "%s %s%c%#x, which bbrx's %s does not",
+		 insn->opcode.bytes[0] == 0x8d ? "takes the address of" :
+		 bbrx_body_store(insn) ? "writes" : "reads",
+		 name, disp < 0 ? '-' : '+', disp < 0 ? -disp : disp,
+		 b->spec->fn);
+	return bbrx_body_refuse(b, off, insn, what);
+}
+
+/*
+ * Branches: the tags at an instruction are those every way in agrees on
+ * (falling through, forward branches to it); after a jmp or ret, with no
+ * forward branch to it (a backward target), the walk keeps what it had.
+ */
+static bool bbrx_body_merge(struct bbrx_body *b, size_t off)
+{
+	bool first = b->ended, merged = false;
+	int i, r;
+
+	for (i = 0; i < b->npending; ) {
+		if (b->pending[i].target != off) {
+			i++;
+			continue;
+		}
+		for (r = 0; r < ARRAY_SIZE(b->tag); r++)
+			if (first)
+				b->tag[r] = b->pending[i].tag[r];
+			else if (b->tag[r] != b->pending[i].tag[r])
+				b->tag[r] = 0;
+		first = false;
+		merged = true;
+		b->pending[i] = b->pending[--b->npending];
+	}
+	b->ended = false;
+	return merged;
+}
+
+/* After a branch: carry the tags to a forward target; note a jmp or ret. */
+static void bbrx_body_branch(struct bbrx_body *b, const struct insn *insn,
+			     size_t off)
+{
+	const u8 op = insn->opcode.bytes[0];
+	long target = bbrx_insn_branch_target(insn, off);
+
+	if (target > (long)off && target < (long)b->size &&
+	    b->npending < BBRX_BODY_PENDING) {
+		b->pending[b->npending].target = target;
+		memcpy(b->pending[b->npending].tag, b->tag, sizeof(b->tag));
+		b->npending++;
+	}
+	b->ended = insn->opcode.nbytes == 1 &&
+		   (op == 0xe9 || op == 0xeb || op == 0xc3 || op == 0xc2);
+}
+
+static int bbrx_body_step(const struct insn *insn, size_t off, void *ctx)
+{
+	struct bbrx_body *b = ctx;
+	const u8 op = insn->opcode.bytes[0];
+	const bool mem = insn->modrm.nbytes && X86_MODRM_MOD(insn->modrm.value) != 3;
+	int i, base = -1, dst, src;
+	bool ended = b->ended;
+	u8 tag = 0;
+
+	/* nops (endbr64, padding with prefixes) and int3: flow goes on */
+	if ((insn->opcode.nbytes == 2 && op == 0x0f &&
+	     (insn->opcode.bytes[1] == 0x1e || insn->opcode.bytes[1] == 0x1f)) ||
+	    (op == 0xcc && insn->opcode.nbytes == 1)) {
+		if (!bbrx_body_merge(b, off))
+			b->ended = ended;
+		return 0;
+	}
+	bbrx_body_merge(b, off);
+	/* rep stos (a struct zeroed on the stack): writes %rdi and %rcx */
+	if (insn->opcode.nbytes == 1 && (op == 0xaa || op == 0xab) &&
+	    bbrx_insn_prefix(insn, 0xf3)) {
+		bbrx_body_clobber(b, BIT(1) | BIT(7));
+		return 0;
+	}
+	/* prefixes: lock, %gs (per-cpu data), operand size */
+	for (i = 0; i < insn->prefixes.nbytes; i++)
+		if (insn->prefixes.bytes[i] != 0xf0 && insn->prefixes.bytes[i] != 0x65 &&
+		    insn->prefixes.bytes[i] != 0x66)
+			return bbrx_body_refuse(b, off, insn,
+						"has a prefix this verifier does not know");
+	if (insn->vex_prefix.nbytes || insn->rex_prefix.nbytes > 1)
+		return bbrx_body_refuse(b, off, insn, "is not a plain instruction");
+	if (bbrx_body_flow(b, insn, off))
+		return -EPERM;
+	bbrx_body_branch(b, insn, off);
+	if (mem)
+		base = bbrx_insn_mem_base(insn);
+	if (mem && bbrx_body_access(b, insn, off, base))
+		return -EPERM;
+	if (b->spec->fact)
+		b->spec->fact(b, insn, off, base);
+
+	if ((op == 0xe8 || op == 0xff) && insn->opcode.nbytes == 1 &&
+	    (op == 0xe8 || X86_MODRM_REG(insn->modrm.value) >= 2))
+		return 0;		/* calls: done above */
+	dst = bbrx_insn_dest(insn);
+	if (dst == -3) {
+		bbrx_body_clobber(b, BIT(0) | BIT(2));	/* mul, div */
+		return 0;
+	}
+	if (dst == -2)
+		return bbrx_body_refuse(b, off, insn,
+					"is an instruction this verifier does not know");
+	if (dst < 0)
+		return 0;
+	/* what the written register holds now */
+	if ((op == 0x89 || op == 0x8b) && !mem) {		/* mov %reg,%reg */
+		src = op == 0x89 ? bbrx_insn_reg(insn) : bbrx_insn_rm(insn);
+		tag = b->tag[src];
+		if (!bbrx_insn_wide(insn) && !(b->spec->value_tags & BIT(tag)))
+			tag = 0;	/* a 32-bit copy of a pointer */
+	} else if (op == 0x8b && base >= 0 && bbrx_insn_wide(insn) &&
+		   b->tag[base] && b->spec->load &&
+		   insn->displacement.value >= 0) {		/* a load */
+		tag = b->spec->load(b, b->tag[base], insn->displacement.value);
+	}
+	b->tag[dst] = tag;
+	return 0;
+}
+
+/**
+ * bbrx_body_walk() - follow a whole function body against a spec
+ * @b: the walk: spec, text, size, address, the ftrace site's offset and
+ *	the argument registers' tags set by the caller
+ *
+ * Decodes every instruction in text order with insn_decode(). Registers
+ * keep their tag through moves (a 32-bit move keeps only value tags) and
+ * get one from the spec's load rule; any other write clears it, as a call
+ * clears the caller-saved ones. Forward branches carry the tags to their
+ * target, where they are merged with the way in from the instruction
+ * before (a register keeps a tag every way in agrees on); code reached
+ * only by a backward branch keeps the tags of the text before it. An
+ * access through a register whose tag the walk lost is not checked.
+ * Refused, naming the instruction: a memory access through a tagged
+ * register to a field the spec does not allow; a %gs access through a
+ * register (but the spec's per-cpu tag); a call other than the ftrace
+ * site, bbrx_hook_leaf_call() or the spec's call_ok; an indirect jmp, or
+ * an indirect call unless the spec allows them; a branch out of the
+ * function but to a return thunk or the spec's exit_ok; a prefix other
+ * than lock, %gs or operand size; an instruction bbrx_insn_dest() does not
+ * describe. The spec's fact callback sees every instruction accepted.
+ *
+ * Return: 0, or -ENOEXEC (-ENOENT without the decoder) with @b->reason.
+ */
+int bbrx_body_walk(struct bbrx_body *b)
+{
+	int err = bbrx_hook_walk_buf(b->text, b->size, bbrx_body_step, b,
+				     b->reason, b->len);
+
+	return err == -EPERM ? -ENOEXEC : err;
 }
 
 /* A call to bbrx_trace_hook() (or its call-thunk padding)? */
@@ -612,7 +1020,7 @@ static int bbrx_calls_check(unsigned long addr, int depth, bool fault,
 						       reason, rlen);
 				if (err)
 					return err;
-			} else if (fault || !bbrx_leaf_call(target)) {
+			} else if (fault || !bbrx_hook_leaf_call(target)) {
 				snprintf(reason, rlen,
 					 "%ps+%#zx calls %ps (may block on RT)",
 					 (void *)addr, pos, (void *)target);

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The verifiers' decoding against known code: verify_selftest=1 feeds the
- * TSQ prologue check and the delayed-ACK branch search instruction
- * sequences that the kernels bbrx boots show (6.1, 7.3 with gcc-14, 7.2
- * with gcc-16) and sequences no build shows but a future one could (a call
- * inside the prologue, the socket overwritten, a test of another TCP flag),
- * and prints one line per case and a summary. The real targets of the
- * running kernel are checked at every load; these cases cover the shapes a
- * kernel does not offer. The load goes on whatever the result.
+ * TSQ prologue check, the autocork and rcvbuf body walks and the
+ * delayed-ACK branch search instruction sequences that the kernels bbrx
+ * boots show (6.1, 7.3 with gcc-14, 7.2 with gcc-16, stores reached past an
+ * epilogue) and sequences no build shows but a future one could (a call
+ * inside the prologue, the socket overwritten, a test of another TCP flag,
+ * a tcp_push that reads a field bbrx's does not, a tcp_init_transfer that
+ * writes sk_rcvbuf), and prints one line per case and a summary. The real
+ * targets of the running kernel are checked at every load; these cases
+ * cover the shapes a kernel does not offer. The load goes on whatever the
+ * result.
  */
 #include <linux/kernel.h>
 #include <linux/module.h>
@@ -195,6 +198,102 @@ static void bbrx_delack_case(struct bbrx_code *c, enum bbrx_delack_case k,
 	}
 }
 
+enum bbrx_ac_case { AC_SK_FIELD, AC_SKB_FIELD, AC_CALL, AC_JMP, AC_MISSING,
+		    AC_INDIRECT, AC_PREFIX, AC_CASES };
+
+static const char * const bbrx_ac_case_name[AC_CASES] = {
+	[AC_SK_FIELD] = "autocork: a read of another sk field refused",
+	[AC_SKB_FIELD] = "autocork: a read of another field of the tail skb refused",
+	[AC_CALL] = "autocork: a call refused",
+	[AC_JMP] = "autocork: a jump out, not to __tcp_push_pending_frames, refused",
+	[AC_MISSING] = "autocork: a body without the MSG_MORE test refused",
+	[AC_INDIRECT] = "autocork: an indirect call refused",
+	[AC_PREFIX] = "autocork: an instruction with a repne prefix refused",
+};
+
+static const char * const bbrx_ac_case_why[AC_CASES] = {
+	[AC_SK_FIELD] = "reads sk+0x8, which bbrx's tcp_push does not",
+	[AC_SKB_FIELD] = "reads skb+0x8, which bbrx's tcp_push does not",
+	[AC_CALL] = "(e8 00 00 00 00) calls",
+	[AC_JMP] = "(e9 00 01 00 00) jumps out to",
+	[AC_MISSING] = "tcp_push has no flags & MSG_MORE",
+	[AC_INDIRECT] = "(ff d0) is an indirect call",
+	[AC_PREFIX] = "(f2 ae) has a prefix this verifier does not know",
+};
+
+static void bbrx_ac_case(struct bbrx_code *c, enum bbrx_ac_case k, u32 tail)
+{
+	bbrx_code_init(c);
+	/* nop; mov tail(%rdi),%rdx: the tail skb in %rdx */
+	BBRX_EMIT(c, 0x90, 0x48, 0x8b, 0x97);
+	bbrx_code_u32(c, tail);
+	switch (k) {
+	case AC_SK_FIELD:	/* mov 0x8(%rdi),%rax */
+		BBRX_EMIT(c, 0x48, 0x8b, 0x47, 0x08);
+		break;
+	case AC_SKB_FIELD:	/* mov 0x8(%rdx),%eax */
+		BBRX_EMIT(c, 0x8b, 0x42, 0x08);
+		break;
+	case AC_CALL:		/* call .+5 */
+		BBRX_EMIT(c, 0xe8, 0, 0, 0, 0);
+		break;
+	case AC_JMP:		/* jmp .+0x105, past the end */
+		BBRX_EMIT(c, 0xe9, 0, 1, 0, 0);
+		break;
+	case AC_INDIRECT:	/* call *%rax */
+		BBRX_EMIT(c, 0xff, 0xd0);
+		break;
+	case AC_PREFIX:		/* repne scasb */
+		BBRX_EMIT(c, 0xf2, 0xae);
+		break;
+	case AC_MISSING:
+	case AC_CASES:
+		break;
+	}
+	BBRX_EMIT(c, 0xc3);
+}
+
+enum bbrx_rb_case { RB_MERGED, RB_WRITES, RB_CASES };
+
+static const char * const bbrx_rb_case_name[RB_CASES] = {
+	[RB_MERGED] = "rcvbuf: stores reached by a jmp past pop %rbx; ret accepted",
+	[RB_WRITES] = "rcvbuf: a write of sk_rcvbuf refused",
+};
+
+static const char * const bbrx_rb_case_why[RB_CASES] = {
+	[RB_WRITES] = "writes sk_rcvbuf",
+};
+
+static void bbrx_rb_case(struct bbrx_code *c, enum bbrx_rb_case k)
+{
+	bbrx_code_init(c);
+	switch (k) {
+	case RB_MERGED:
+		/* mov %rdi,%rbx; mov rcvbuf(%rbx),%eax; jmp T; pop %rbx; ret */
+		BBRX_EMIT(c, 0x48, 0x89, 0xfb, 0x8b, 0x83);
+		bbrx_code_u32(c, offsetof(struct sock, sk_rcvbuf));
+		BBRX_EMIT(c, 0xeb, 0x02, 0x5b, 0xc3);
+		/* T: mov %eax,clamp(%rbx); ...ssthresh; ...space; ret */
+		BBRX_EMIT(c, 0x89, 0x83);
+		bbrx_code_u32(c, offsetof(struct tcp_sock, window_clamp));
+		BBRX_EMIT(c, 0x89, 0x83);
+		bbrx_code_u32(c, offsetof(struct tcp_sock, rcv_ssthresh));
+		BBRX_EMIT(c, 0x89, 0x83);
+		bbrx_code_u32(c, offsetof(struct tcp_sock, rcvq_space.space));
+		BBRX_EMIT(c, 0xc3);
+		break;
+	case RB_WRITES:		/* mov rcvbuf(%rdi),%eax; mov %eax,rcvbuf(%rdi) */
+		BBRX_EMIT(c, 0x8b, 0x87);
+		bbrx_code_u32(c, offsetof(struct sock, sk_rcvbuf));
+		BBRX_EMIT(c, 0x89, 0x87);
+		bbrx_code_u32(c, offsetof(struct sock, sk_rcvbuf));
+		BBRX_EMIT(c, 0xc3);
+		break;
+	case RB_CASES:
+		break;
+	}
+}
+
 /*
  * An accepted case passes with 0 and @extra_ok; a refused one with
  * -ENOEXEC and @why in the reason.
@@ -228,6 +327,9 @@ void bbrx_verify_selftest(void)
 	const u32 flags = offsetof(struct sk_buff, cb) +
 			  offsetof(struct tcp_skb_cb, tcp_flags);
 	struct bbrx_delack_site site;
+	struct bbrx_autocork_shape shape;
+	struct bbrx_autocork_found found;
+	long at[RB_FACTS];
 	static struct bbrx_code code;	/* load time, one caller */
 	int pass = 0, fail = 0, k, err;
 	char reason[160];
@@ -255,6 +357,31 @@ void bbrx_verify_selftest(void)
 					 bbrx_delack_case_why[k], err,
 					 site.orb_reg == bbrx_delack_case_reg[k],
 					 reason))
+			pass++;
+		else
+			fail++;
+	}
+	bbrx_autocork_shape(&shape, false);
+	for (k = 0; k < AC_CASES; k++) {
+		bbrx_ac_case(&code, k, shape.sk[BBRX_AC_SK_TAIL]);
+		reason[0] = '\0';
+		err = bbrx_autocork_body(code.b, code.n, (unsigned long)code.b,
+					 0, &shape, &found, reason,
+					 sizeof(reason));
+		if (bbrx_selftest_report(bbrx_ac_case_name[k],
+					 bbrx_ac_case_why[k], err, true, reason))
+			pass++;
+		else
+			fail++;
+	}
+	for (k = 0; k < RB_CASES; k++) {
+		bbrx_rb_case(&code, k);
+		reason[0] = '\0';
+		err = bbrx_rcvbuf_body(code.b, code.n, (unsigned long)code.b,
+				       offsetof(struct sock, sk_rcvbuf), at,
+				       reason, sizeof(reason));
+		if (bbrx_selftest_report(bbrx_rb_case_name[k],
+					 bbrx_rb_case_why[k], err, true, reason))
 			pass++;
 		else
 			fail++;

@@ -19,11 +19,18 @@
 # module's list, so this is where a hook dropped or added shows.
 # On a kernel known to refuse some hooks (BBRX_EXPECT_REFUSED, lib_hooks.sh)
 # those must be refused by their own verifiers instead.
-# verify_selftest=1: the tsq and delack verifiers' decoding, fed code no
-# booted kernel shows (a frame-setup prologue, the socket in a copied
-# register, the PSH test in %r8; a call before the load, the socket
-# overwritten, a test of FIN instead of PSH), accepts and refuses as it
+# verify_selftest=1: the tsq, delack, autocork and rcvbuf verifiers'
+# decoding, fed code no booted kernel shows (a frame-setup prologue, the
+# socket in a copied register, the PSH test in %r8, stores reached by a
+# jump past an epilogue; a call before the load, the socket overwritten, a
+# test of FIN instead of PSH, a tcp_push reading another field, calling or
+# jumping elsewhere, a write of sk_rcvbuf), accepts and refuses as it
 # must, each refusal naming the instruction or bit.
+# fault_verify=autocork takes max_window out of the fields bbrx's tcp_push
+# uses, so the kernel's tcp_push is refused for reading it; likewise
+# rcvq_space.space for rcvbuf_grow; fault_verify=rcvbuf looks for
+# sk_rcvbuf at an offset no build has. A plain load reports where each
+# verifier found its facts.
 # fault_calls=autocork: the load-time check that a redirect's replacement
 # calls nothing that can block (a tail jump into the kernel's transmit path,
 # on PREEMPT_RT too) refuses autocork the same way.
@@ -42,6 +49,7 @@ ALL_TESTS="
 	unknown_hook_name
 	plain_load_installs_all
 	delack_sole_entry
+	bodies_verified
 	verifier_known_code
 "
 source "$(dirname "$0")/lib.sh"
@@ -223,19 +231,19 @@ refuse_tsq()
 
 refuse_autocork()
 {
-	fault_case autocork tsq "no tail call"
+	fault_case autocork tsq "tcp_push\\+0x[0-9a-f]+ \\([0-9a-f ]+\\) reads sk\\+0x[0-9a-f]+, which bbrx's tcp_push does not"
 	log_test "fault_verify=autocork: autocork refused with reason, EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
 refuse_rcvbuf()
 {
-	fault_case rcvbuf delack "no ftrace site at entry"
+	fault_case rcvbuf delack "tcp_init_transfer has no read of sk_rcvbuf"
 	log_test "fault_verify=rcvbuf: rcvbuf refused with reason, EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
 refuse_rcvbuf_grow()
 {
-	fault_case rcvbuf_grow delack "no ftrace site at entry"
+	fault_case rcvbuf_grow delack "(tcp_rcv_space_adjust|tcp_rcvbuf_grow)\\+0x[0-9a-f]+ \\([0-9a-f ]+\\) (reads|writes) sk\\+0x[0-9a-f]+, which bbrx's (tcp_rcv_space_adjust|tcp_rcvbuf_grow) does not"
 	log_test "fault_verify=rcvbuf_grow: refused, rcvbuf policy EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 
@@ -353,6 +361,34 @@ delack_sole_entry()
 		"${line#*marks PUSHED for }"
 }
 
+# The autocork, rcvbuf_grow and rcvbuf verifiers decode the whole of their
+# target and say at load where they found each fact bbrx relies on.
+# body_report HOOK RE: the plain load's dmesg line of HOOK matches RE.
+body_report()
+{
+	local hook=$1 re=$2 line
+
+	if [[ $(hook_expected "$hook") == refused ]]; then
+		line=$(dmesg_since_start | grep -E "bbrx: hook $hook \([^)]+\) refused: " | tail -n 1)
+		[[ -n $line ]]
+		check_err $? "$hook expected refused on this kernel, no refusal line in dmesg"
+		log_info "$hook: refused as expected: ${line#*refused: }"
+		return
+	fi
+	line=$(dmesg_since_start | grep "bbrx: $hook: " | tail -n 1)
+	[[ $line =~ $re ]]
+	check_err $? "no $hook body report at load: ${line:-none}"
+	log_info "${line#*bbrx: }"
+}
+
+bodies_verified()
+{
+	body_report autocork "tcp_push \([0-9]+ bytes\) does what bbrx's does; facts at( 0x[0-9a-f]+){19}$"
+	body_report rcvbuf_grow "(tcp_rcv_space_adjust|tcp_rcvbuf_grow) \([0-9]+ bytes\) does what bbrx's does; facts at( 0x[0-9a-f]+){13,}$"
+	body_report rcvbuf "tcp_init_transfer \([0-9]+ bytes\) reads sk_rcvbuf at 0x[0-9a-f]+, then stores window_clamp at"
+	log_test "autocork, rcvbuf_grow, rcvbuf verifiers: each target's whole body does what bbrx relies on"
+}
+
 # verifier_known_code: verify_selftest=1 runs the verifiers on known code;
 # every case must pass and the refusals must say what they refused.
 verifier_known_code()
@@ -366,13 +402,17 @@ verifier_known_code()
 	out=$(dmesg_since_start | grep -o 'bbrx: verify_selftest: .*')
 	sum=$(grep -E 'verify_selftest: [0-9]+ passed, [0-9]+ failed$' <<<"$out" | tail -n 1)
 	n=$(grep -c ': ok' <<<"$out")
-	[[ $sum == *" $n passed, 0 failed" ]] && ((n >= 12))
+	[[ $sum == *" $n passed, 0 failed" ]] && ((n >= 21))
 	check_err $? "summary '${sum:-none}', $n cases ok: $(grep FAILED <<<"$out" | head -n 3)"
 	grep -q 'unaccounted instruction at +0x[0-9a-f]* (e8 00 00 00 00)' <<<"$out"
 	check_err $? "the refused call is not named"
 	grep -q 'tests bit 0x1 of tcp_flags, not PSH' <<<"$out"
 	check_err $? "the FIN test is not named"
-	log_test "verifiers on known code: frame setup, copied registers, %r8 accepted; call, lost sk, FIN refused" \
+	grep -q "reads skb+0x8, which bbrx's tcp_push does not" <<<"$out"
+	check_err $? "the autocork read of another skb field is not named"
+	grep -q "tcp_init_transfer+0x[0-9a-f]* writes sk_rcvbuf" <<<"$out"
+	check_err $? "the rcvbuf write of sk_rcvbuf is not named"
+	log_test "verifiers on known code: frame setup, copied registers, %r8, a merged branch accepted; call, lost sk, FIN, extra field, sk_rcvbuf write refused" \
 		"${sum#bbrx: verify_selftest: }"
 }
 

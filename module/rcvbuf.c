@@ -285,19 +285,15 @@ int bbrx_rcvbuf_body(const u8 *text, size_t size, unsigned long addr,
  */
 int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len)
 {
-	size_t size = bbrx_hook_func_size(addr);
+	size_t size;
 	long at[RB_FACTS];
 	int err;
 
 	BUILD_BUG_ON(!__same_type(&tcp_init_transfer,
 				  void (*)(struct sock *, int, struct sk_buff *)));
-	err = bbrx_hook_fentry(addr, false, reason, len);
+	err = bbrx_hook_sized_entry(addr, &size, reason, len);
 	if (err)
 		return err;
-	if (!size) {
-		snprintf(reason, len, "the function's size not found");
-		return -ENOENT;
-	}
 	err = bbrx_rcvbuf_body((const u8 *)addr, size, addr,
 			       bbrx_hook_fault(BBRX_HOOK_RCVBUF) ? U32_MAX :
 			       offsetof(struct sock, sk_rcvbuf), at, reason, len);
@@ -584,7 +580,7 @@ static int bbrx_rcvbuf_grow_body(unsigned long addr, size_t size, bool fault,
 int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len)
 {
 	const char *misfit = bbrx_rcvbuf_grow_misfit();
-	size_t size = bbrx_hook_func_size(addr);
+	size_t size;
 	int err;
 
 	if (misfit) {
@@ -598,13 +594,9 @@ int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len)
 	BUILD_BUG_ON(!__same_type(&tcp_rcv_space_adjust,
 				  void (*)(struct sock *)));
 #endif
-	err = bbrx_hook_fentry(addr, false, reason, len);
+	err = bbrx_hook_sized_entry(addr, &size, reason, len);
 	if (err)
 		return err;
-	if (!size) {
-		snprintf(reason, len, "the function's size not found");
-		return -ENOENT;
-	}
 	return bbrx_rcvbuf_grow_body(addr, size,
 				     bbrx_hook_fault(BBRX_HOOK_RCVBUF_GROW),
 				     reason, len);

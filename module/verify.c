@@ -377,6 +377,34 @@ int bbrx_hook_walk_buf(const u8 *buf, size_t size,
 }
 
 /**
+ * bbrx_hook_sized_entry() - a hook target's ftrace site and its size
+ * @addr: the function's address
+ * @size: set to the function's size in bytes (kallsyms)
+ * @reason: buffer for why the target is refused
+ * @rlen: size of @reason
+ *
+ * The first two steps of a verifier that walks a whole body:
+ * bbrx_hook_fentry() without a fault, then bbrx_hook_func_size().
+ *
+ * Return: 0, bbrx_hook_fentry()'s error, or -ENOENT with @reason when the
+ * size is unknown.
+ */
+int bbrx_hook_sized_entry(unsigned long addr, size_t *size, char *reason,
+			  size_t rlen)
+{
+	int err = bbrx_hook_fentry(addr, false, reason, rlen);
+
+	if (err)
+		return err;
+	*size = bbrx_hook_func_size(addr);
+	if (!*size) {
+		snprintf(reason, rlen, "the function's size not found");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/**
  * bbrx_hook_func_size() - a kernel function's size
  * @addr: the function's address
  *

@@ -27,6 +27,8 @@ int bbrx_hook_walk_buf(const u8 *buf, size_t size,
 		       int (*fn)(const struct insn *insn, size_t off, void *ctx),
 		       void *ctx, char *reason, size_t rlen);
 size_t bbrx_hook_func_size(unsigned long addr);
+int bbrx_hook_sized_entry(unsigned long addr, size_t *size, char *reason,
+			  size_t rlen);
 int bbrx_hook_walk(unsigned long addr,
 		   int (*fn)(const struct insn *insn, size_t off, void *ctx),
 		   void *ctx, char *reason, size_t rlen);

@@ -5,9 +5,9 @@
  * A module cannot add fields to /proc/net/netstat, so the counters get their
  * own file in the same two-line "Prefix: names" / "Prefix: values" format,
  * which awk one-liners parse, and iproute2's nstat too when
- * PROC_NET_NETSTAT names this file instead of /proc/net/netstat (from its
- * source; docs/usage.md). Counters are per-cpu (incremented from the ACK
- * path without locks) and summed on read.
+ * PROC_NET_NETSTAT names this file instead of /proc/net/netstat
+ * (docs/usage.md; selftests/bbrx_load.sh checks it). Counters are
+ * per-cpu (incremented from the ACK path without locks) and summed on read.
  */
 #include <linux/atomic.h>
 #include <linux/percpu.h>

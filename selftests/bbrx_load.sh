@@ -271,7 +271,8 @@ select_setsockopt()
 
 stat_per_netns()
 {
-	local s0 s1 r0 r1
+	local s0 s1 r0 r1 n t
+	local -a nst
 
 	module_ensure_loaded
 	s0=$(bbrx_stat SocketsInit "$SND")
@@ -285,7 +286,24 @@ stat_per_netns()
 	((r1 == r0))
 	check_err $? "router netns SocketsInit moved ($r0 -> $r1) for a socket in another netns"
 	log_info "sender netns: $(bbrx_stat_all "$SND")"
-	log_test "/proc/net/bbrx_stat counts per netns"
+
+	# iproute2's nstat reads the file PROC_NET_NETSTAT names (docs/usage.md),
+	# with a history file of its own: one socket is an increment of 1, and
+	# its total is the file's value.
+	nst=(ip netns exec "$SND" env PROC_NET_NETSTAT=/proc/net/bbrx_stat
+	     NSTAT_HISTORY="$TMPD/nstat-bbrx" nstat)
+	"${nst[@]}" -n
+	check_err $? "nstat -n on /proc/net/bbrx_stat failed"
+	helper bbrx "$RCV_IP4" >/dev/null
+	check_err $? "bbrx connection failed"
+	n=$("${nst[@]}" -z BbrxSocketsInit | awk '$1 == "BbrxSocketsInit" { print $2 }')
+	[[ $n == 1 ]]
+	check_err $? "nstat's BbrxSocketsInit increment is '$n' for one socket"
+	t=$("${nst[@]}" -asz BbrxSocketsInit | awk '$1 == "BbrxSocketsInit" { print $2 }')
+	s1=$(bbrx_stat SocketsInit "$SND")
+	[[ $t == "$s1" ]]
+	check_err $? "nstat -a's BbrxSocketsInit '$t', the file's $s1"
+	log_test "/proc/net/bbrx_stat counts per netns, and nstat reads it"
 }
 
 # bbrx3 beside bbrx: both chosen in one netns at once, by each selector; the

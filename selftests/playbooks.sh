@@ -41,7 +41,8 @@
 #	gso       sender gso_max_segs 2, no bottleneck, bbrx with pacing_shift
 #		  6 (bbrx_gso: the goal exceeds 2 segments from 2.2 Mbit/s on,
 #		  whatever the guest's speed): gso_cap 1 -> 0.  The burst goal
-#		  the block prints is 2, then above 2; cwnd >= 1.3x.
+#		  the block prints is 2, then above 2; cwnd >= 1.3x.  Recognise
+#		  also runs with PEER=[IPv6] on an IPv6 flow: route line, goal 2.
 #	shallow   sender, 100 Mbit/s, 20 ms, 0.25-BDP buffer (bbrx3_paths):
 #		  default bbrx -> bbrx3.  The flow runs bbrx, then bbrx3;
 #		  Bbrx3SocketsInit 0, then > 0; bbrx3_round events; a loss bound
@@ -133,10 +134,17 @@ pb_extract()
 	inf && cur != "" { print > cur }' "$PB_DOC"
 }
 
-# pb_peer NS: the remote address of the test flows as NS sees them.
+# pb_peer NS: the remote address of the test flows as NS sees them (with
+# FLOW_V6=1 the IPv6 one, in brackets as the docs tell the user to write it).
 pb_peer()
 {
-	if [[ $1 == "$SND" ]]; then echo "$RCV_IP4"; else echo "$SND_IP4"; fi
+	if [[ ${FLOW_V6:-0} -eq 1 ]]; then
+		if [[ $1 == "$SND" ]]; then echo "[$RCV_IP6]"; else echo "[$SND_IP6]"; fi
+	elif [[ $1 == "$SND" ]]; then
+		echo "$RCV_IP4"
+	else
+		echo "$SND_IP4"
+	fi
 }
 
 # pb_exec NS NAME IDX OUT: block IDX of playbook NAME, verbatim, with
@@ -576,7 +584,7 @@ pb_delack()
 
 pb_gso()
 {
-	local pre post g0 g1 w0 w1 cc0 cc1
+	local pre post g0 g1 g6 w0 w1 cc0 cc1 cc6
 
 	pb_reset
 	set_gso_max_segs 2
@@ -585,6 +593,9 @@ pb_gso()
 	pb_set "$SND" pacing_shift=6 cc=bbrx gso_cap=1
 	PB_STATE="bbrx gso_cap=1 (pre-fix)"
 	pb_during "$SND" gso "0 2" pre pb_flow
+	# Recognise again with an IPv6 PEER, in brackets, on an IPv6 flow:
+	# ip route get takes it without them, ss with.
+	PB_STATE="bbrx gso_cap=1, IPv6" FLOW_V6=1 pb_during "$SND" gso 0 pre6 pb_flow
 	PB_STATE=
 	pb_do "$SND" gso 1 apply
 	pb_knobs "$SND" apply gso_cap=0 cc=bbrx
@@ -604,11 +615,16 @@ pb_gso()
 	w1=$(pb_field "$post" cwnd data_segs_out bbrx)
 	[[ $cc0 == bbrx && $cc1 == bbrx ]]
 	check_err $? "the watched flow ran '$cc0' / '$cc1', not bbrx"
+	cc6=$(pb_field "$(pb_out gso pre6 0)" cc data_segs_out)
+	g6=$(pb_field "$(pb_out gso pre6 0)" goal data_segs_out bbrx)
+	grep -q "^route to \[$RCV_IP6\]: dev [^ ]* gso_max_segs 2$" "$(pb_out gso pre6 0)" &&
+		[[ $cc6 == bbrx && $g6 == 2 ]]
+	check_err $? "Recognise with PEER=[$RCV_IP6]: no route line with gso_max_segs 2, or flow '$cc6' goal '$g6'"
 	[[ $g0 == 2 ]] && pb_pos "$g1" && ((g1 > 2))
 	check_err $? "burst goal '$g0' with gso_cap=1 (want 2), '$g1' with 0 (want > 2)"
 	pb_pos "$w0" && pb_pos "$w1" && fcmp "$w1" '>=' "$(calc "1.3 * $w0")"
 	check_err $? "cwnd '$w1' with gso_cap=0 not >= 1.3x '$w0' with 1"
-	log_test "playbook gso: goal and cwnd grow with gso_cap=0" \
+	log_test "playbook gso: goal and cwnd grow with gso_cap=0, Recognise works on IPv6" \
 		"goal $g0 -> $g1, cwnd $w0 -> $w1, bbrx_round events $(pb_rounds "$post" bbrx_round)"
 }
 

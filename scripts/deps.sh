@@ -261,17 +261,27 @@ for b in "${kmissing[@]}"; do
 	fi
 	mapfile -t -O "${#missing[@]}" missing < <(kpkgs "$rel" "$lane")
 done
+# QEMU from backports first, so that the install below does not fetch and
+# set up bookworm's older build only for it to be replaced.
+if ((want_bpo)); then
+	if "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		-o Dpkg::Use-Pty=0 --no-install-recommends \
+		-t bookworm-backports qemu-system-x86 >/dev/null; then
+		rest=()
+		for p in "${missing[@]}"; do
+			[[ $p == qemu-system-x86 ]] || rest+=("$p")
+		done
+		missing=("${rest[@]}")
+	else
+		no_bpo "installing qemu-system-x86 from bookworm-backports failed"
+	fi
+fi
 [[ ${#missing[@]} -eq 0 ]] || echo "deps.sh: installing: ${missing[*]}" >&2
 if [[ ${#missing[@]} -ne 0 ]] &&
 	! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	-o Dpkg::Use-Pty=0 --no-install-recommends "${missing[@]}" >/dev/null; then
 	echo "deps.sh: error: apt-get install failed for: ${missing[*]}" >&2
 	exit 1
-fi
-if ((want_bpo)) && ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-	apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends \
-	-t bookworm-backports qemu-system-x86 >/dev/null; then
-	no_bpo "installing qemu-system-x86 from bookworm-backports failed"
 fi
 if ((want_bpo)) && ! qemu_new_enough; then
 	no_bpo "qemu-system-x86 from bookworm-backports is still too old"

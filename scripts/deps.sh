@@ -29,6 +29,9 @@
 # image of the one kernel the demo boots (NAME, default the default pinned
 # kernel; one the host's APT serves). No other kernels, no chroots, no
 # static checkers, packaging tools or plotting.
+#
+# deps.sh --vm installs what scripts/vm-run itself needs when QEMU is
+# missing: the --demo list without a kernel.
 set -euo pipefail
 
 MODE=all
@@ -37,8 +40,9 @@ case ${1:-} in
 --host) MODE=host ;;
 --deb) MODE=deb ;;
 --demo) MODE=demo DEMO_KERNEL=${2:-} ;;
+--vm) MODE=vm ;;
 '') ;;
-*) echo "usage: deps.sh [--host | --deb | --demo [NAME]]" >&2; exit 2 ;;
+*) echo "usage: deps.sh [--host | --deb | --demo [NAME] | --vm]" >&2; exit 2 ;;
 esac
 
 QEMU_MIN=1:10
@@ -68,7 +72,7 @@ PKGS=(
 # make deb alone: the package holds source only, so no compiler either
 DEB_PKGS=(make debhelper dh-dkms dpkg-dev)
 [[ $MODE != deb ]] || PKGS=("${DEB_PKGS[@]}")
-[[ $MODE != demo ]] || PKGS=("${VM_PKGS[@]}")
+[[ $MODE != demo && $MODE != vm ]] || PKGS=("${VM_PKGS[@]}")
 SCRIPTS=$(dirname "$(readlink -f "$0")")
 RESOLVED=$(dirname "$SCRIPTS")/.cache/kernels.resolved
 if [[ $MODE == demo ]]; then
@@ -96,7 +100,7 @@ installed()
 # while it is installed.
 kpkgs() { echo "linux-headers-$1"; [[ $2 == compile ]] || echo "linux-image-$1"; }
 host_builds=()
-while [[ $MODE != deb ]] && read -r name rel lane _; do
+while [[ $MODE != deb && $MODE != vm ]] && read -r name rel lane _; do
 	[[ $MODE != demo || $name == "$DEMO_KERNEL" ]] || continue
 	sub=$(awk -v n="$name" '$1 == n { print $2 }' "$RESOLVED" 2>/dev/null || true)
 	if [[ -n $sub && $sub != "$rel" ]] && installed "linux-headers-$sub"; then

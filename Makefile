@@ -266,6 +266,7 @@ DEBUG_VM_MEM ?= 3072
 DEBUG_TIMEOUT ?= 14400
 DEBUG_TEST_TIMEOUT ?= 3600
 check-debug: deps
+	mkdir -p $(CACHE)
 	$(ROOT)/scripts/debug-kernel.sh --print-env >$(DEBUG_ENV).tmp && mv $(DEBUG_ENV).tmp $(DEBUG_ENV)
 	rm -rf $(DEBUG_MOD) && mkdir -p $(DEBUG_MOD)
 	$(MAKE) -C $(ROOT)/selftests

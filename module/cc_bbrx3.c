@@ -79,7 +79,7 @@
 #define B3_FULL_BW_ROUNDS	3	/* rounds without growth: full [D 5.3.1.2] */
 #define B3_FULL_LOSS_CNT	6	/* lossy ACKs in a round: STARTUP exit */
 #define B3_FULL_ECN_ROUNDS	2	/* CE rounds ending STARTUP (release) */
-#define B3_DRAIN_MAX_ROUNDS	3	/* DRAIN ends after 3 rounds [D 5.3.2] */
+#define B3_DRAIN_MAX_ROUNDS	4	/* DRAIN's 4th round ends it [D 5.3.2] */
 #define B3_MIN_RTT_WIN_MS	10000	/* min_rtt filter [D 2.16.1] */
 #define B3_PROBE_RTT_MS		200	/* at PROBE_RTT cwnd [D 2.16.2] */
 #define B3_PROBE_WAIT_MS	2000	/* DOWN/CRUISE last 2 s ... */
@@ -1042,6 +1042,10 @@ static void b3_check_drain(struct sock *sk, struct bbrx_net *bn)
 		return;
 	inflight = bbrx_inflight_at_edt(sk, tcp_packets_in_flight(tp),
 					b3_bw(b));
+	/*
+	 * CheckDrainDone's round_count > drain_start_round + 3: the round
+	 * DRAIN began on counts as 0 here, so the 4th round after it ends it
+	 */
 	if (inflight <= b3_inflight(sk, bn, b3_max_bw(b), GAIN_UNIT) ||
 	    b->rounds_since_probe >= B3_DRAIN_MAX_ROUNDS)
 		b3_start_down(sk);

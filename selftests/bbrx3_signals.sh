@@ -30,6 +30,15 @@
 #        BDP is at least 10% higher with the allowance: the release adds
 #        bbr_ack_aggregation_cwnd() to the target in STARTUP too, over a
 #        one-round window while the bw estimate still doubles.
+#   signals_drain_rounds   a path that passes 20 Mbit/s for its first
+#        8 x BDP of data and 5 Mbit/s after (htb over a tbf with that
+#        bucket, shape_peak_bucket), 20 ms, a 4 x
+#        BDP buffer: STARTUP measures 20 Mbit/s, and at DRAIN's 0.5 of it
+#        the queue never falls to the BDP.  Up to three 3 s flows: no flow
+#        spends more than 4 round events in DRAIN and one spends 4.  The
+#        draft's CheckDrainDone (draft-ietf-ccwg-bbr-06, 5.3.2) ends DRAIN
+#        when round_count > drain_start_round + 3; ending it on the 3rd
+#        round hands STARTUP's queue to PROBE_BW a round early.
 #   signals_undo           20 Mbit/s, 20 ms, the router sending one in
 #        20 packets 10 ms ahead of the rest, the sender's RACK window fixed
 #        at min_rtt / 4 (tcp_recovery 3, so the reordering keeps reading as
@@ -78,6 +87,7 @@ ALL_TESTS="
 	signals_startup_bound
 	signals_refill
 	signals_startup_aggr
+	signals_drain_rounds
 	signals_before_init
 	signals_tso_floor
 	signals_ecn_once
@@ -213,6 +223,43 @@ signals_startup_aggr()
 	check_err $? "STARTUP's cwnd over cwnd_gain x BDP: $on with the allowance, $off without: want +10%"
 	log_test "STARTUP's cwnd carries the ACK-aggregation allowance" \
 		"last STARTUP cwnd / (cwnd_gain x BDP): $on with extra_acked_gain $gain0, $off with 0, ACKs in 10 ms slots"
+}
+
+# drain_rounds EVFILE: the most round events one socket ended in DRAIN.
+drain_rounds()
+{
+	awk '/ mode=DRAIN / {
+		for (i = 1; i <= NF; i++) if ($i ~ /^sport=/) n[$i]++
+	} END { m = 0; for (k in n) if (n[k] > m) m = n[k]; print m }' "$1"
+}
+
+signals_drain_rounds()
+{
+	local try d all= most=0
+
+	shape_peak_bucket 5 $SIG_RATE "$((SIG_BDP * 8))" "$((SIG_BDP * 4))" &&
+		shape_delay $SIG_RTT "$SIG_BDP"
+	check_err $? "cannot set up the falling-rate path"
+	# DRAIN may still end on inflight in a flow: up to three until one
+	# reaches the round limit
+	for ((try = 1; RET == 0 && try <= 3 && most < 4; try++)); do
+		traced_flow drain$try 3
+		check_err $? "flow $try failed"
+		d=$(drain_rounds "$TMPD/drain$try.ev")
+		log_info "flow $try, its first rounds (mode/Mbit/s/cwnd/min_rtt_us): $(awk '{
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			if (NR <= 16) printf "%s/%.1f/%s/%s ", substr(v["mode"], 1, 5), v["bw"] * 8e-6, v["cwnd"], v["min_rtt_us"]
+		}' "$TMPD/drain$try.ev")"
+		all+=" $d"
+		((d > most)) && most=$d
+	done
+	shape_clear
+	((most <= 4))
+	check_err $? "a flow spent $most rounds in DRAIN (per flow:$all): CheckDrainDone ends it on the 4th"
+	((most == 4))
+	check_err $? "DRAIN rounds per flow:$all; want one flow held to the limit of 4 on this path"
+	log_test "DRAIN ends on its 4th round at the latest" \
+		"DRAIN rounds per flow:$all, 20 Mbit/s falling to 5"
 }
 
 # undo_episodes TRACE: "undos cut bad examples" from the ring buffer's

@@ -917,6 +917,23 @@ shape_bottleneck()
 	fi
 }
 
+# shape_peak_bucket RATE_MBIT PEAK_MBIT BUCKET_BYTES BUF_BYTES: the
+# router's egress toward the receiver at PEAK (htb) for a first
+# BUCKET_BYTES, then at RATE (a tbf under it with that bucket): a path whose
+# rate falls once a flow has measured PEAK.
+shape_peak_bucket()
+{
+	local burst
+
+	burst=$(shape_burst "$2")
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" root 2>/dev/null
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" root handle 1: htb default 1 &&
+	tc -n "$RTR" class add dev "$RTR_IF_R" parent 1: classid 1:1 \
+		htb rate "${2}mbit" ceil "${2}mbit" burst "$burst" cburst "$burst" &&
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" parent 1:1 handle 10: \
+		tbf rate "${1}mbit" burst "$3" limit "$4"
+}
+
 # shape_burst RATE_MBIT: a shaper's bucket, 2 ms worth of tokens and at
 # least 10 full frames.
 shape_burst()

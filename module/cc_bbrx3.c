@@ -44,9 +44,10 @@
  *   one mark reads as about a round of marks: bbrx3 then reacts like a
  *   classic ECN sender (once per round). Hence the release's min_rtt gate
  *   (bbrx3_ecn_max_rtt_us, 5 ms) is the default.
- * - An undo of a spurious recovery resets bw_lo and inflight_lo instead
- *   of restoring saved values (no room for the copies, see struct bbrx3);
- *   inflight_hi is restored.
+ * - An undo of a spurious recovery takes each bound back to at least its
+ *   value when the episode began, as the release does; the copies of
+ *   bw_lo and inflight_lo are in the per-socket block, and a socket
+ *   without one lifts those two instead (see struct bbrx3).
  * - Not modelled: the release's fast path, ECN reprobe, TLP-loss
  *   accounting and PLB.
  * Constants follow [D]; where the release differs, the comment says so.
@@ -122,7 +123,8 @@ enum bbrx3_ack_phase {
  * probe-up counters 16 bits (probe_up_cnt is capped, so a cwnd above 65535
  * packets grows inflight_hi a little faster than 2^n per round), rounds
  * since a probe 6 bits (they matter up to B3_PROBE_MAX_ROUNDS), and of the
- * bounds only inflight_hi is saved for undo (the lower bounds are lifted).
+ * bounds only inflight_hi is saved for undo here (the lower bounds' copies
+ * are in the block).
  *
  * The last 8 bytes hold the pointer to the block (struct bbrx3_block, below),
  * freed by packing, without a change to any value the model computes:
@@ -140,9 +142,11 @@ enum bbrx3_ack_phase {
  *   probe_rtt_done_stamp (PROBE_RTT only, set on entry) and the probe-up
  *   counters (REFILL and UP only, set when REFILL and UP begin) share 4
  *   bytes: each is written on entry to the states that read it.
- * The block holds only what no decision of the model reads (today: the
- * in-flight and lost at each send, for the round event), so a socket whose
- * allocation failed runs the same model; it reports tx_in_flight 0.
+ * The block holds the in-flight and lost at each send (read by the round
+ * event only) and the lower bounds' copies for an undo. A socket whose
+ * allocation failed runs the same model except that an undo lifts bw_lo
+ * and inflight_lo (bbrx3 0.2.0's rule: more room after a spurious
+ * episode, never less); it reports tx_in_flight 0.
  */
 struct bbrx3_block;
 
@@ -661,7 +665,8 @@ static void b3_update_cycle_phase(struct sock *sk,
  * The block: state beyond ICSK_CA_PRIV_SIZE, allocated in .init and freed
  * in .release, as in-tree tcp_cdg.c does. A passive open runs .init in
  * softirq: the allocation never sleeps, and when it fails the socket runs
- * without one (Bbrx3NoBlock). Today it holds a ring of snapshots of
+ * without one (Bbrx3NoBlock). It holds the lower bounds saved when a loss
+ * episode begins, for an undo, and a ring of snapshots of
  * {tp->delivered, tp->lost, packets in flight}, one per ~cwnd/16 packets
  * delivered: what a stock kernel's rate_sample lacks of v3's per-skb
  * tx_in_flight and lost-at-send, found again by rs->prior_delivered (the
@@ -680,6 +685,8 @@ struct b3_snap {
 
 struct bbrx3_block {
 	struct b3_snap snap[B3_SNAPS];
+	u32 undo_bw_lo;		/* bw_lo when a loss episode began */
+	u32 undo_inflight_lo;	/* inflight_lo then */
 	u8 newest;		/* index in snap[] of the newest */
 	u8 count;		/* snapshots taken, at most B3_SNAPS */
 };
@@ -718,8 +725,8 @@ MODULE_PARM_DESC(fault_block,
 /**
  * bbrx3_block_cache_create() - the slab cache of bbrx3's per-socket blocks
  *
- * A cache of its own: the block is 8 bytes over 256, which kmalloc would
- * round up to 512. Called before bbrx3 registers.
+ * A cache of its own: the block is a few bytes over 256, which kmalloc
+ * would round up to 512. Called before bbrx3 registers.
  *
  * Return: 0 or -ENOMEM.
  */
@@ -1374,33 +1381,43 @@ static void bbrx3_release(struct sock *sk)
 	bbrx_release(sk);
 }
 
-/* A loss episode begins: save cwnd, and inflight_hi for an undo. */
+/* A loss episode begins: save cwnd, and the bounds for an undo (release). */
 static u32 bbrx3_ssthresh(struct sock *sk)
 {
 	struct bbrx3 *b = inet_csk_ca(sk);
 
 	b3_save_cwnd(sk);
 	b->undo_inflight_hi = b->inflight_hi;
+	if (b->blk) {
+		b->blk->undo_bw_lo = b->bw_lo;
+		b->blk->undo_inflight_lo = b->inflight_lo;
+	}
 	return tcp_sk(sk)->snd_ssthresh;
 }
 
 /*
- * A spurious loss episode: forget STARTUP's plateau, the round's loss and
- * the short-term cuts, and give inflight_hi back what the episode took
- * (the release restores its saved bounds the same way).
+ * A spurious loss episode: forget STARTUP's plateau and the round's loss,
+ * give each bound back what the episode took (max of now and its start),
+ * and cwnd its value before the episode: the release's bbr_undo_cwnd().
+ * Without a block the lower bounds have no copies and are lifted.
  */
 static u32 bbrx3_undo_cwnd(struct sock *sk)
 {
 	struct bbrx3 *b = inet_csk_ca(sk);
 
 	b3_reset_full_bw(b);
-	b3_reset_lower_bounds(b);
 	b->loss_in_round = 0;
 	/* the episode's losses were not real: no flight is judged by them */
 	b->round_lost = tcp_sk(sk)->lost;
 	b->prev_round_lost = b->round_lost;
+	if (b->blk) {
+		b->bw_lo = max(b->bw_lo, b->blk->undo_bw_lo);
+		b->inflight_lo = max(b->inflight_lo, b->blk->undo_inflight_lo);
+	} else {
+		b3_reset_lower_bounds(b);
+	}
 	b->inflight_hi = max(b->inflight_hi, b->undo_inflight_hi);
-	return tcp_snd_cwnd(tcp_sk(sk));
+	return b->prior_cwnd;
 }
 
 static void bbrx3_set_state(struct sock *sk, u8 new_state)

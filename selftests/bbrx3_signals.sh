@@ -40,17 +40,22 @@
 #        when round_count > drain_start_round + 3; ending it on the 3rd
 #        round hands STARTUP's queue to PROBE_BW a round early.
 #   signals_undo           20 Mbit/s, 20 ms, the router sending one in
-#        20 packets 10 ms ahead of the rest, the sender's RACK window fixed
-#        at min_rtt / 4 (tcp_recovery 3, so the reordering keeps reading as
-#        loss), SECS: TCP marks packets lost, retransmits, then undoes the
-#        episode on the DSACKs.  kprobe events on bbrx3_ssthresh (an episode
-#        begins; the model saves inflight_hi) and bbrx3_undo_cwnd share the
-#        ring buffer with the round events.  Every undo whose episode showed
-#        a lower inflight_hi in a round event is followed by a round whose
-#        inflight_hi is back at least to the episode's first round's (unset
-#        counts as above all), and there is at least one such undo (up to
-#        three flows until one has).  The release's bbr_undo_cwnd() takes the
-#        max with the saved bounds.
+#        20 packets 10 ms ahead of the rest and dropping 0.2% (so that
+#        lossy rounds set inflight_lo between the spurious episodes), the
+#        sender's RACK window fixed at min_rtt / 4 (tcp_recovery 3, so the
+#        reordering keeps reading as loss), SECS: TCP marks packets lost,
+#        retransmits, then undoes the episode on the DSACKs.  kprobe events
+#        on bbrx3_ssthresh (an episode begins; the model saves its bounds)
+#        and bbrx3_undo_cwnd share the ring buffer with the round events.
+#        Every undo whose episode showed a lower inflight_hi in a round
+#        event is followed by a round whose inflight_hi is back at least to
+#        the episode's first round's (unset counts as above all); every
+#        undo of an episode that began with inflight_lo set, followed by a
+#        round that keeps the lower bounds (DRAIN, DOWN, CRUISE), shows
+#        inflight_lo set and at least the episode's first (not lifted);
+#        there is at least one of each (up to three flows until there
+#        are).  The release's bbr_undo_cwnd() takes the max of each bound
+#        and its copy saved by bbr_ssthresh().
 #   signals_ecn_once       100 Mbit/s into one fq_codel queue marking CE
 #        above 1 ms, 3 ms RTT (inside bbrx3_ecn_max_rtt_us), sender
 #        tcp_ecn 1, bbrx3_ecn 1, SECS: Bbrx3InflightLoEcn moved exactly
@@ -262,63 +267,86 @@ signals_drain_rounds()
 		"DRAIN rounds per flow:$all, 20 Mbit/s falling to 5"
 }
 
-# undo_episodes TRACE: "undos cut bad examples" from the ring buffer's
-# order: saved = inflight_hi of the first round after an episode began;
-# "cut" if a later round of it shows less; the first round after its undo
-# must show saved again (unset counts as above all).
+# undo_episodes TRACE: "undos cut bad lo lobad examples" from the ring
+# buffer's order.  saved = inflight_hi of the first round after an episode
+# began; "cut" if a later round of it shows less; the first round after its
+# undo must show saved again (unset counts as above all).  lo: undos whose
+# episode began with inflight_lo set and whose next round is one that
+# keeps the lower bounds (DRAIN, DOWN, CRUISE; not after PROBE_RTT, whose
+# end lifts them); "lobad" if that round shows
+# inflight_lo unset or below the episode's first (unless a round of the
+# episode showed it lifted, by a probe: max() with unset stays unset).
 undo_episodes()
 {
 	awk -v ns=" netns=$NS_INO " '
-		/ bbrx3_ssthresh: / { ep = 1; saved = -1; cut = 0; next }
+		/ bbrx3_ssthresh: / { ep = 1; saved = -1; slo = -1; cut = 0; next }
 		/ bbrx3_undo_cwnd: / {
-			if (ep && saved >= 0) { pending = 1; want = saved; wascut = cut }
+			if (ep && saved >= 0) { pending = 1; want = saved; wascut = cut; wantlo = slo }
+			# PROBE_RTT lifts the bounds when it ends
+			if (lastmode == "PROBE_RTT") wantlo = -1
 			n++; ep = 0; next
 		}
 		/ bbrx3_round: / && index($0, ns) {
 			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 			hi = v["inflight_hi"] == 0 ? 4294967295 : v["inflight_hi"]
+			lo = v["inflight_lo"]
+			lastmode = v["mode"]
 			if (pending && wascut) {
 				cuts++
 				if (hi < want) { bad++; ex = ex " " want ">" hi }
 			}
+			keeps = v["mode"] == "DRAIN" || (v["mode"] == "PROBE_BW" &&
+				(v["phase"] == "DOWN" || v["phase"] == "CRUISE"))
+			if (pending && wantlo > 0 && keeps) {
+				los++
+				if (lo == 0 || lo < wantlo) { lobad++; ex = ex " lo:" wantlo ">" lo }
+			}
 			pending = 0
-			if (ep) { if (saved < 0) saved = hi; else if (hi < saved) cut = 1 }
+			if (ep) {
+				if (saved < 0) { saved = hi; slo = lo } else if (hi < saved) cut = 1
+				# lifted during the episode (a probe): the max keeps it so
+				if (lo == 0) slo = 0
+			}
 		}
-		END { printf "%d %d %d%s\n", n, cuts, bad, substr(ex, 1, 200) }' "$1"
+		END { printf "%d %d %d %d %d%s\n", n, cuts, bad, los, lobad, substr(ex, 1, 200) }' "$1"
 }
 
 signals_undo()
 {
-	local rec0 res try undos=0 cuts=0 bad=0 ex= u c b e
+	local rec0 res try undos=0 cuts=0 bad=0 los=0 lobad=0 ex= u c b l lb e
 
 	rec0=$(ip netns exec "$SND" sysctl -n net.ipv4.tcp_recovery)
-	shape_reorder $SIG_RATE "$((SIG_RTT / 2))" 25 5 &&
+	# reordering for spurious episodes, real loss so that lossy rounds
+	# set inflight_lo before some of them
+	shape_rate_netem $SIG_RATE delay "$((SIG_RTT / 2))ms" reorder 25% gap 5 \
+		loss 0.2% limit 1000 &&
 		shape_delay "$((SIG_RTT / 2))" "$SIG_BDP" &&
 		ns_sysctl "$SND" net.ipv4.tcp_recovery=3
 	check_err $? "cannot set up the reordering path"
-	# an episode begins (the model saves inflight_hi), TCP undoes it
+	# an episode begins (the model saves its bounds), TCP undoes it
 	kprobe_events_add bbrxsig bbrx3_ssthresh=tcp_bbrx:bbrx3_ssthresh \
 		bbrx3_undo_cwnd=tcp_bbrx:bbrx3_undo_cwnd
 	check_err $? "cannot add the kprobe events"
 	# A cut needs a probe that meets the reordering: a flow may have none
 	# (1-5 in 8 s), so up to three flows until one has.
-	for ((try = 1; RET == 0 && try <= 3 && cuts == 0; try++)); do
+	for ((try = 1; RET == 0 && try <= 3 && (cuts == 0 || los == 0); try++)); do
 		traced_flow undo$try "$SECS"
 		check_err $? "reordering flow failed"
 		res=$(undo_episodes "$TMPD/undo$try.trace")
-		read -r u c b e <<<"$res"
+		read -r u c b l lb e <<<"$res"
 		undos=$((undos + u)) cuts=$((cuts + c)) bad=$((bad + b))
-		ex+=${res#* * * }
+		los=$((los + l)) lobad=$((lobad + lb))
+		ex+=${e:+ $e}
 	done
 	kprobe_events_del bbrxsig
 	shape_clear
 	ns_sysctl "$SND" net.ipv4.tcp_recovery="$rec0"
-	((cuts > 0))
-	check_err $? "no undone episode that had cut inflight_hi ($undos undos in $((try - 1)) flows)"
-	((bad == 0))
-	check_err $? "$bad of $cuts undos left inflight_hi cut (saved>after, unset 4294967295):$ex"
-	log_test "an undo gives inflight_hi back what the episode took" \
-		"$cuts of $undos undos in $((try - 1)) flows followed a cut, $(iperf3_goodput "$TMPD/undo1.json") Mbit/s and $(iperf3_retrans "$TMPD/undo1.json") retransmits in the first"
+	((cuts > 0 && los > 0))
+	check_err $? "$undos undos in $((try - 1)) flows: $cuts after an inflight_hi cut, $los from a set inflight_lo"
+	((bad == 0 && lobad == 0))
+	check_err $? "of $cuts undos after a cut $bad left inflight_hi cut, of $los from a set inflight_lo $lobad lifted or lowered it (saved>after, unset hi 4294967295, lo 0):$ex"
+	log_test "an undo gives each bound back what the episode took" \
+		"$cuts of $undos undos in $((try - 1)) flows followed an inflight_hi cut, $los began with inflight_lo set; $(iperf3_goodput "$TMPD/undo1.json") Mbit/s and $(iperf3_retrans "$TMPD/undo1.json") retransmits in the first"
 }
 
 signals_random_loss()

@@ -287,17 +287,19 @@ policies_on()
 }
 
 # hooks_act WHAT [tbf]: one foreground flow; bbrx's send and receive hook
-# counters move.  With tbf the flow leaves through a 100 Mbit tbf on the
+# counters move.  With tbf the flow leaves through a 10 Mbit tbf on the
 # sender's NIC, where skbs wait charged to the socket, so that TSQ
 # throttles: without autocork, tsq is the only send-side hook, and a fast
 # NIC can complete every skb before TSQ's limit is reached (send +0 once
-# on 6.1 cloud, 2026-12-01).
+# on 6.1 cloud, 2026-12-01).  10 Mbit/s is below what even the debug
+# kernel's guest sends (11 Mbit/s there on 2026-12-05, where a 100 Mbit
+# tbf never queued and send stayed +0).
 hooks_act()
 {
 	local s0 r0 s1 r1
 
 	if [[ ${2:-} == tbf ]]; then
-		shape_sender_tbf 100
+		shape_sender_tbf 10
 		check_err $? "$1: tbf on $SND_IF"
 	fi
 	s0=$(hooks_counters_sum "$SND")

@@ -231,7 +231,7 @@ refuse_tsq()
 
 refuse_autocork()
 {
-	fault_case autocork tsq "tcp_push\\+0x[0-9a-f]+ \\([0-9a-f ]+\\) reads sk\\+0x[0-9a-f]+, which bbrx's tcp_push does not"
+	fault_case autocork tsq "tcp_push\\+0x[0-9a-f]+ \\([0-9a-f ]+\\) (reads|takes the address of) sk\\+0x[0-9a-f]+, which bbrx's tcp_push does not"
 	log_test "fault_verify=autocork: autocork refused with reason, EOPNOTSUPP, $FAULT_GOOD and bbrx work"
 }
 

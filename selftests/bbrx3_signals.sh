@@ -274,8 +274,10 @@ signals_drain_rounds()
 # episode began with inflight_lo set and whose next round is one that
 # keeps the lower bounds (DRAIN, DOWN, CRUISE; not after PROBE_RTT, whose
 # end lifts them); "lobad" if that round shows
-# inflight_lo unset or below the episode's first (unless a round of the
-# episode showed it lifted, by a probe: max() with unset stays unset).
+# inflight_lo unset or below the episode's first or that round's
+# inflight_hi, whichever is less (CRUISE's start caps it there), unless a
+# round of the episode showed it lifted (by a probe: max() with unset stays
+# unset).
 undo_episodes()
 {
 	awk -v ns=" netns=$NS_INO " '
@@ -299,7 +301,9 @@ undo_episodes()
 				(v["phase"] == "DOWN" || v["phase"] == "CRUISE"))
 			if (pending && wantlo > 0 && keeps) {
 				los++
-				if (lo == 0 || lo < wantlo) { lobad++; ex = ex " lo:" wantlo ">" lo }
+				# the start of CRUISE caps inflight_lo at inflight_hi
+				floor = wantlo < hi ? wantlo : hi
+				if (lo == 0 || lo < floor) { lobad++; ex = ex " lo:" floor ">" lo }
 			}
 			pending = 0
 			if (ep) {

@@ -30,15 +30,15 @@
 #        BDP is at least 10% higher with the allowance: the release adds
 #        bbr_ack_aggregation_cwnd() to the target in STARTUP too, over a
 #        one-round window while the bw estimate still doubles.
-#   signals_drain_rounds   a path that passes 20 Mbit/s for its first
-#        8 x BDP of data and 5 Mbit/s after (htb over a tbf with that
-#        bucket, shape_peak_bucket), 20 ms, a 4 x
-#        BDP buffer: STARTUP measures 20 Mbit/s, and at DRAIN's 0.5 of it
-#        the queue never falls to the BDP.  Up to three 3 s flows: no flow
-#        spends more than 4 round events in DRAIN and one spends 4.  The
-#        draft's CheckDrainDone (draft-ietf-ccwg-bbr-06, 5.3.2) ends DRAIN
-#        when round_count > drain_start_round + 3; ending it on the 3rd
-#        round hands STARTUP's queue to PROBE_BW a round early.
+#   signals_drain_rounds   20 Mbit/s for a path's first 8 x BDP of data,
+#        5 Mbit/s after (htb over a tbf with that bucket,
+#        shape_peak_bucket), 20 ms, a 4 x BDP buffer: STARTUP measures
+#        20 Mbit/s, and at DRAIN's 0.5 of it the queue never falls to the
+#        BDP.  Up to three 3 s flows: no flow spends more than 4 round
+#        events in DRAIN and one spends 4.  The draft's CheckDrainDone
+#        (draft-ietf-ccwg-bbr-06, 5.3.2) ends DRAIN when round_count >
+#        drain_start_round + 3; ending it on the 3rd round hands STARTUP's
+#        queue to PROBE_BW a round early.
 #   signals_undo           20 Mbit/s, 20 ms, the router sending one in
 #        20 packets 10 ms ahead of the rest and dropping 0.2% (so that
 #        lossy rounds set inflight_lo between the spurious episodes), the

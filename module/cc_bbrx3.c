@@ -122,9 +122,8 @@ enum bbrx3_ack_phase {
  * bbrx builds for), all of the model: stamps are 32-bit jiffies or usec, the
  * probe-up counters 16 bits (probe_up_cnt is capped, so a cwnd above 65535
  * packets grows inflight_hi a little faster than 2^n per round), rounds
- * since a probe 6 bits (they matter up to B3_PROBE_MAX_ROUNDS), and of the
- * bounds only inflight_hi is saved for undo here (the lower bounds' copies
- * are in the block).
+ * since a probe 6 bits (they matter up to B3_PROBE_MAX_ROUNDS); the bounds'
+ * copies for an undo are in the block.
  *
  * The last 8 bytes hold the pointer to the block (struct bbrx3_block, below),
  * freed by packing, without a change to any value the model computes:
@@ -143,10 +142,11 @@ enum bbrx3_ack_phase {
  *   counters (REFILL and UP only, set when REFILL and UP begin) share 4
  *   bytes: each is written on entry to the states that read it.
  * The block holds the in-flight and lost at each send (read by the round
- * event only) and the lower bounds' copies for an undo. A socket whose
+ * event only) and the bounds' copies for an undo. A socket whose
  * allocation failed runs the same model except that an undo lifts bw_lo
  * and inflight_lo (bbrx3 0.2.0's rule: more room after a spurious
- * episode, never less); it reports tx_in_flight 0.
+ * episode, never less) and keeps inflight_hi as it is; it reports
+ * tx_in_flight 0.
  */
 struct bbrx3_block;
 
@@ -175,7 +175,7 @@ struct bbrx3 {
 			u16 probe_up_acked; /* acked toward the next +1 */
 		};
 	};
-	u32 undo_inflight_hi;	/* inflight_hi when a loss episode began */
+	u32 loss_round_delivered; /* tp->delivered that ends the loss round */
 	struct bbrx_extra_acked ea; /* ACK aggregation (extra_acked.c) */
 	u32 mode:2,		/* enum bbrx3_mode */
 	    state:2,		/* enum bbrx3_probe_bw_state */
@@ -665,7 +665,7 @@ static void b3_update_cycle_phase(struct sock *sk,
  * The block: state beyond ICSK_CA_PRIV_SIZE, allocated in .init and freed
  * in .release, as in-tree tcp_cdg.c does. A passive open runs .init in
  * softirq: the allocation never sleeps, and when it fails the socket runs
- * without one (Bbrx3NoBlock). It holds the lower bounds saved when a loss
+ * without one (Bbrx3NoBlock). It holds the bounds saved when a loss
  * episode begins, for an undo, and a ring of snapshots of
  * {tp->delivered, tp->lost, packets in flight}, one per ~cwnd/16 packets
  * delivered: what a stock kernel's rate_sample lacks of v3's per-skb
@@ -687,6 +687,7 @@ struct bbrx3_block {
 	struct b3_snap snap[B3_SNAPS];
 	u32 undo_bw_lo;		/* bw_lo when a loss episode began */
 	u32 undo_inflight_lo;	/* inflight_lo then */
+	u32 undo_inflight_hi;	/* inflight_hi then */
 	u8 newest;		/* index in snap[] of the newest */
 	u8 count;		/* snapshots taken, at most B3_SNAPS */
 };
@@ -929,44 +930,95 @@ static void b3_end_of_round(struct sock *sk, const struct rate_sample *rs,
 	b->loss_events = 0;
 }
 
-/*
- * Once per round outside probing: after a lossy round keep beta of bw_lo
- * and inflight_lo, but never less than the round delivered; after a
- * CE-marked round cut inflight_lo by alpha/3 [D 5.5.10.3; ECN: release].
- */
-static void b3_adapt_lower_bounds(struct sock *sk, struct bbrx_net *bn)
+/* The lower bounds adapt outside probing only [D 5.5.10.3]. */
+static bool b3_lower_bounds_adapt(const struct bbrx3 *b)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
+	return b->mode != B3_STARTUP &&
+	       !(b->mode == B3_PROBE_BW &&
+		 (b->state == B3_REFILL || b->state == B3_UP));
+}
+
+/*
+ * Once per main round: after a CE-marked round cut inflight_lo by alpha/3
+ * (release). The CE share is counted per round (classic ECN echoes one
+ * ECE per round), so the ECN response stays on the main round.
+ */
+static void b3_adapt_lower_bounds_ecn(struct sock *sk, struct bbrx_net *bn)
+{
 	struct bbrx3 *b = inet_csk_ca(sk);
-	u32 beta = READ_ONCE(bn->bbrx3_beta);
-	u32 ecn_lo = B3_UNSET;
 
-	if (b->mode == B3_STARTUP ||
-	    (b->mode == B3_PROBE_BW &&
-	     (b->state == B3_REFILL || b->state == B3_UP)))
+	if (!b->ecn_in_round || !b3_ecn_eligible(sk, bn) ||
+	    !b3_lower_bounds_adapt(b))
 		return;
-
-	if (b->ecn_in_round && b3_ecn_eligible(sk, bn)) {
-		if (b->inflight_lo == B3_UNSET)
-			b->inflight_lo = tcp_snd_cwnd(tp);
-		ecn_lo = (u64)b->inflight_lo *
+	if (b->inflight_lo == B3_UNSET)
+		b->inflight_lo = tcp_snd_cwnd(tcp_sk(sk));
+	b->inflight_lo = (u64)b->inflight_lo *
 			 (GAIN_UNIT - ((b->ecn_alpha * B3_ECN_FACTOR) >>
 				       BBRX_GAIN_SCALE)) >> BBRX_GAIN_SCALE;
-		bbrx_stat_inc(bn, BBRX3_STAT_INFLIGHT_LO_ECN);
-	}
-	if (b->loss_in_round) {
-		if (b->bw_lo == B3_UNSET)
-			b->bw_lo = b3_max_bw(b);
-		if (b->inflight_lo == B3_UNSET)
-			b->inflight_lo = tcp_snd_cwnd(tp);
-		b->bw_lo = max_t(u32, b->bw_latest,
-				 (u64)b->bw_lo * beta / PERMILLE);
-		b->inflight_lo = max_t(u32, b->inflight_latest,
-				       (u64)b->inflight_lo * beta / PERMILLE);
-		bbrx_stat_inc(bn, BBRX3_STAT_INFLIGHT_LO_LOSS);
-	}
-	b->inflight_lo = min(b->inflight_lo, ecn_lo);
 	b->bw_lo = max(b->bw_lo, 1U);
+	bbrx_stat_inc(bn, BBRX3_STAT_INFLIGHT_LO_ECN);
+}
+
+/*
+ * At the end of a lossy loss round: keep beta of bw_lo and inflight_lo,
+ * but never less than the loss round delivered [D 5.5.10.3].
+ */
+static void b3_adapt_lower_bounds_loss(struct sock *sk, struct bbrx_net *bn)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+	u32 beta = READ_ONCE(bn->bbrx3_beta);
+
+	if (!b->loss_in_round || !b3_lower_bounds_adapt(b))
+		return;
+	if (b->bw_lo == B3_UNSET)
+		b->bw_lo = b3_max_bw(b);
+	if (b->inflight_lo == B3_UNSET)
+		b->inflight_lo = tcp_snd_cwnd(tcp_sk(sk));
+	b->bw_lo = max_t(u32, b->bw_latest, (u64)b->bw_lo * beta / PERMILLE);
+	b->bw_lo = max(b->bw_lo, 1U);
+	b->inflight_lo = max_t(u32, b->inflight_latest,
+			       (u64)b->inflight_lo * beta / PERMILLE);
+	bbrx_stat_inc(bn, BBRX3_STAT_INFLIGHT_LO_LOSS);
+}
+
+/*
+ * A loss was seen. The first one since the loss round began restarts the
+ * loss round there, so that the losses of one episode, reported over the
+ * next round trip, are judged once, when the data sent at the first loss
+ * is acked: the release's bbr_note_loss(), the draft's NoteLoss [D 5.5.10.3].
+ */
+static void b3_note_loss(struct sock *sk)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	if (!b->loss_in_round)
+		b->loss_round_delivered = tcp_sk(sk)->delivered;
+	b->loss_in_round = 1;
+}
+
+/*
+ * The loss round, apart from the main one (release, draft): it ends when
+ * data sent after its start is acked; at its end the loss response is
+ * applied and the latest delivery signals restart.
+ */
+static void b3_update_loss_round(struct sock *sk, const struct rate_sample *rs,
+				 struct bbrx_net *bn, u32 bw_sample)
+{
+	struct bbrx3 *b = inet_csk_ca(sk);
+
+	if (rs->losses > 0)
+		b3_note_loss(sk);
+	if (rs->delivered <= 0 || rs->interval_us <= 0)
+		return;
+	b->bw_latest = max(b->bw_latest, bw_sample);
+	b->inflight_latest = max_t(u32, b->inflight_latest, rs->delivered);
+	if (before(rs->prior_delivered, b->loss_round_delivered))
+		return;
+	b->loss_round_delivered = tcp_sk(sk)->delivered;
+	b3_adapt_lower_bounds_loss(sk, bn);
+	b->loss_in_round = 0;
+	b->bw_latest = bw_sample;
+	b->inflight_latest = rs->delivered;
 }
 
 /* Packet-timed rounds; at each round's end the round's signals are used. */
@@ -977,12 +1029,7 @@ static void b3_update_round(struct sock *sk, const struct rate_sample *rs,
 	struct bbrx3 *b = inet_csk_ca(sk);
 
 	b->round_start = 0;
-	/* latest delivery signals, for the lower bounds */
-	b->bw_latest = max(b->bw_latest, bw_sample);
-	if (rs->delivered > 0)
-		b->inflight_latest = max_t(u32, b->inflight_latest,
-					   rs->delivered);
-	b->loss_in_round |= rs->losses > 0;
+	b3_update_loss_round(sk, rs, bn, bw_sample);
 	if (rs->losses > 0 && b->loss_events < 7)
 		b->loss_events++;
 
@@ -996,11 +1043,8 @@ static void b3_update_round(struct sock *sk, const struct rate_sample *rs,
 	if (b->rounds_since_probe < B3_ROUNDS_SINCE_PROBE_MAX)
 		b->rounds_since_probe++;
 	b3_end_of_round(sk, rs, bn);
-	b3_adapt_lower_bounds(sk, bn);
-	b->loss_in_round = 0;
+	b3_adapt_lower_bounds_ecn(sk, bn);
 	b->ecn_in_round = 0;
-	b->bw_latest = bw_sample;
-	b->inflight_latest = max_t(s32, rs->delivered, 0);
 }
 
 static void b3_update_max_bw(struct sock *sk, const struct rate_sample *rs,
@@ -1355,7 +1399,8 @@ static void bbrx3_init(struct sock *sk)
 	b->inflight_lo = B3_UNSET;
 	b->ecn_alpha = GAIN_UNIT;	/* react at once if the path starts marked */
 	b->mode = B3_STARTUP;
-	b->undo_inflight_hi = B3_UNSET;
+	/* the first loss round ends with the first flight (release) */
+	b->loss_round_delivered = tp->delivered + 1;
 	b->initialized = 1;
 	bbrx_extra_acked_restart(&b->ea, tp->tcp_mstamp);
 
@@ -1387,10 +1432,10 @@ static u32 bbrx3_ssthresh(struct sock *sk)
 	struct bbrx3 *b = inet_csk_ca(sk);
 
 	b3_save_cwnd(sk);
-	b->undo_inflight_hi = b->inflight_hi;
 	if (b->blk) {
 		b->blk->undo_bw_lo = b->bw_lo;
 		b->blk->undo_inflight_lo = b->inflight_lo;
+		b->blk->undo_inflight_hi = b->inflight_hi;
 	}
 	return tcp_sk(sk)->snd_ssthresh;
 }
@@ -1399,7 +1444,8 @@ static u32 bbrx3_ssthresh(struct sock *sk)
  * A spurious loss episode: forget STARTUP's plateau and the round's loss,
  * give each bound back what the episode took (max of now and its start),
  * and cwnd its value before the episode: the release's bbr_undo_cwnd().
- * Without a block the lower bounds have no copies and are lifted.
+ * Without a block the bounds have no copies: the lower bounds are lifted
+ * and inflight_hi stays.
  */
 static u32 bbrx3_undo_cwnd(struct sock *sk)
 {
@@ -1413,10 +1459,10 @@ static u32 bbrx3_undo_cwnd(struct sock *sk)
 	if (b->blk) {
 		b->bw_lo = max(b->bw_lo, b->blk->undo_bw_lo);
 		b->inflight_lo = max(b->inflight_lo, b->blk->undo_inflight_lo);
+		b->inflight_hi = max(b->inflight_hi, b->blk->undo_inflight_hi);
 	} else {
 		b3_reset_lower_bounds(b);
 	}
-	b->inflight_hi = max(b->inflight_hi, b->undo_inflight_hi);
 	return b->prior_cwnd;
 }
 
@@ -1433,7 +1479,7 @@ static void bbrx3_set_state(struct sock *sk, u8 new_state)
 	 * marked between ACKs (no rs->losses shows it): the round is lossy.
 	 */
 	if (new_state == TCP_CA_Recovery)
-		b->loss_in_round = 1;
+		b3_note_loss(sk);
 	if (new_state != TCP_CA_Loss)
 		return;
 	/*
@@ -1442,7 +1488,7 @@ static void bbrx3_set_state(struct sock *sk, u8 new_state)
 	 */
 	b->prev_ca_state = TCP_CA_Loss;
 	b->full_bw = 0;
-	b->loss_in_round = 1;
+	b3_note_loss(sk);
 	if (!probing && b->inflight_lo == B3_UNSET)
 		b->inflight_lo = max(tcp_snd_cwnd(tp), b->prior_cwnd);
 }

@@ -56,6 +56,14 @@
 #        there is at least one of each (up to three flows until there
 #        are).  The release's bbr_undo_cwnd() takes the max of each bound
 #        and its copy saved by bbr_ssthresh().
+#   signals_loss_round     20 Mbit/s, 60 ms, a 4 x BDP buffer (the flow
+#        loses nothing of its own), 9 s flows (up to two): from 2 s on, five
+#        bursts 1.1 s apart of 30% loss on the router for 20 ms, a third of
+#        a round.  Bbrx3InflightLoLoss moves at most once per burst, and
+#        once for at least 3 bursts.  The release judges a loss episode once,
+#        when the data sent at its first loss is acked (bbr_note_loss(), the
+#        draft's NoteLoss); cutting at the end of every main round with a
+#        loss cuts a burst twice when its losses straddle a round's end.
 #   signals_ecn_once       100 Mbit/s into one fq_codel queue marking CE
 #        above 1 ms, 3 ms RTT (inside bbrx3_ecn_max_rtt_us), sender
 #        tcp_ecn 1, bbrx3_ecn 1, SECS: Bbrx3InflightLoEcn moved exactly
@@ -97,6 +105,7 @@ ALL_TESTS="
 	signals_tso_floor
 	signals_ecn_once
 	signals_undo
+	signals_loss_round
 	signals_random_loss
 "
 source "$(dirname "$0")/lib.sh"
@@ -351,6 +360,60 @@ signals_undo()
 	check_err $? "of $cuts undos after a cut $bad left inflight_hi cut, of $los from a set inflight_lo $lobad lifted or lowered it (saved>after, unset hi 4294967295, lo 0):$ex"
 	log_test "an undo gives each bound back what the episode took" \
 		"$cuts of $undos undos in $((try - 1)) flows followed an inflight_hi cut, $los began with inflight_lo set; $(iperf3_goodput "$TMPD/undo1.json") Mbit/s and $(iperf3_retrans "$TMPD/undo1.json") retransmits in the first"
+}
+
+# loss_bursts N GAP_S OUT: N times, 30% loss on the router for 20 ms (one
+# tc process reading both changes, so that no process start sits between
+# them), then GAP_S seconds; Bbrx3InflightLoLoss's moves over each burst
+# and its gap, a line each, in OUT.
+loss_bursts()
+{
+	local n=$1 gap=$2 out=$3 k c0 t0 t1
+	local q="qdisc change dev $RTR_IF_R parent 1:1 handle 10: netem"
+	local lim=$((SIG_BDP * 3 * 4 / 1514))
+
+	for ((k = 0; k < n; k++)); do
+		c0=$(bbrx_stat Bbrx3InflightLoLoss "$SND")
+		t0=$(date +%s%N)
+		{ echo "$q loss 30% limit $lim"; sleep 0.02; echo "$q limit $lim"; } |
+			tc -n "$RTR" -batch -
+		t1=$(date +%s%N)
+		sleep "$gap"
+		echo "$(($(bbrx_stat Bbrx3InflightLoLoss "$SND") - c0)) $(((t1 - t0) / 1000000))" >>"$out"
+	done
+}
+
+signals_loss_round()
+{
+	local try rtt=$((SIG_RTT * 3)) lim=$((SIG_BDP * 3 * 4 / 1514)) pid res
+	local ones=0 twos=0 all=
+
+	# 60 ms and a 4 x BDP buffer: the flow loses nothing but the bursts,
+	# whose losses are reported within a third of a round
+	shape_rate_netem $SIG_RATE limit "$lim" && shape_delay "$rtt" "$((SIG_BDP * 3))"
+	check_err $? "cannot set up the burst-loss path"
+	hop_per_packet
+	for ((try = 1; RET == 0 && try <= 2 && ones < 3; try++)); do
+		rm -f "$TMPD/bursts$try"
+		(sleep 2; loss_bursts 5 1.1 "$TMPD/bursts$try") &
+		pid=$!
+		bg_track $pid
+		traced_flow lossround$try 9
+		check_err $? "flow $try failed"
+		wait "$pid"
+		log_info "flow $try: cuts and ms per burst: $(tr '\n' ',' <"$TMPD/bursts$try")"
+		res=$(cut -d' ' -f1 "$TMPD/bursts$try" | sort | uniq -c | awk '{ printf "%s", $2 "x" $1 " " }')
+		all+=" [${res% }]"
+		ones=$((ones + $(cut -d' ' -f1 "$TMPD/bursts$try" | grep -cx 1)))
+		twos=$((twos + $(cut -d' ' -f1 "$TMPD/bursts$try" | grep -cvx '[01]')))
+	done
+	shape_clear
+	((twos == 0))
+	check_err $? "$twos bursts cut inflight_lo more than once (cuts x bursts per flow:$all)"
+	((ones >= 3))
+	check_err $? "only $ones bursts cut inflight_lo once (cuts x bursts per flow:$all)"
+	log_test "a loss burst shorter than a round cuts the lower bounds once" \
+		"cuts x bursts per flow:$all"
 }
 
 signals_random_loss()

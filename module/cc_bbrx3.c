@@ -200,7 +200,7 @@ struct bbrx3 {
 	u32 min_rtt_age:16,	/* jiffies from min_rtt's stamp to probe_rtt_min's */
 	    ecn_alpha:9,	/* CE share EWMA, GAIN_UNIT = all marked */
 	    rounds_since_probe:6, /* since the last UP, saturating */
-	    packet_conservation:1; /* first round of fast recovery */
+	    unused:1;
 	struct bbrx3_block *blk; /* NULL: none (allocation failed) */
 };
 
@@ -1039,7 +1039,6 @@ static void b3_update_round(struct sock *sk, const struct rate_sample *rs,
 
 	b->next_round_delivered = tp->delivered;
 	b->round_start = 1;
-	b->packet_conservation = 0;
 	if (b->rounds_since_probe < B3_ROUNDS_SINCE_PROBE_MAX)
 		b->rounds_since_probe++;
 	b3_end_of_round(sk, rs, bn);
@@ -1210,36 +1209,6 @@ static void b3_set_pacing_rate(struct sock *sk, u32 bw, u32 gain)
 					  bw, gain, b->full_bw_reached);
 }
 
-/*
- * Fast recovery: cwnd drops by the losses, is held at inflight + acked in
- * the first round (packet conservation) and restored when recovery ends
- * [D 5.6.4.4]. Returns true if cwnd is decided.
- */
-static bool b3_recovery_cwnd(struct sock *sk, const struct rate_sample *rs,
-			     u32 acked, u32 *new_cwnd)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbrx3 *b = inet_csk_ca(sk);
-	u8 state = inet_csk(sk)->icsk_ca_state, prev = b->prev_ca_state;
-	u32 cwnd = tcp_snd_cwnd(tp);
-
-	if (rs->losses > 0)
-		cwnd = max_t(s32, cwnd - rs->losses, 1);
-	if (state == TCP_CA_Recovery && prev != TCP_CA_Recovery) {
-		b->packet_conservation = 1;
-		b3_start_round(sk);
-		cwnd = tcp_packets_in_flight(tp) + acked;
-	} else if (prev >= TCP_CA_Recovery && state < TCP_CA_Recovery) {
-		cwnd = max(cwnd, b->prior_cwnd);
-		b->packet_conservation = 0;
-	}
-	b->prev_ca_state = state;
-	if (b->packet_conservation)
-		cwnd = max(cwnd, tcp_packets_in_flight(tp) + acked);
-	*new_cwnd = cwnd;
-	return b->packet_conservation;
-}
-
 /* The inflight model's bound on cwnd in this state [D 5.6.4.6]. */
 static u32 b3_inflight_bound(const struct bbrx3 *b, const struct bbrx_net *bn)
 {
@@ -1262,9 +1231,12 @@ static void b3_set_cwnd(struct sock *sk, struct bbrx_net *bn,
 	u32 acked = rs->acked_sacked;
 	u32 cwnd = tcp_snd_cwnd(tp), target;
 
+	/*
+	 * No packet conservation in fast recovery, and no cut by the losses:
+	 * v3 removed both (the release's bbr_set_cwnd() has no recovery
+	 * branch); the loss response is the lower bounds'.
+	 */
 	if (!acked)
-		goto done;
-	if (b3_recovery_cwnd(sk, rs, acked, &cwnd))
 		goto done;
 
 	/* the allowance applies in STARTUP too [D 5.5.9; release] */
@@ -1287,7 +1259,7 @@ done:
 /*
  * The bbrx3_state event, if this ACK changed the mode, the PROBE_BW phase
  * or whether the connection is in loss recovery. prev_ca_state is the
- * congestion state the model last acted on (b3_recovery_cwnd(), RTO).
+ * congestion state on the ACK before (or the RTO's, set in .set_state).
  */
 static void b3_trace_state(struct sock *sk, u32 mode, u32 state, u8 ca_prev)
 {
@@ -1349,6 +1321,7 @@ static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
 	bw = b3_bw(b);
 	b3_set_pacing_rate(sk, bw, b3_pacing_gain(b));
 	b3_set_cwnd(sk, bn, rs, bw);
+	b->prev_ca_state = inet_csk(sk)->icsk_ca_state;
 	if (trace_bbrx3_state_enabled())
 		b3_trace_state(sk, mode0, state0, ca0);
 	/* after the model, which reads nothing of it */
@@ -1480,10 +1453,13 @@ static void bbrx3_set_state(struct sock *sk, u8 new_state)
 	 */
 	if (new_state == TCP_CA_Recovery)
 		b3_note_loss(sk);
+	/* leaving an RTO's recovery: cwnd back to before it (release) */
+	if (b->prev_ca_state == TCP_CA_Loss && new_state != TCP_CA_Loss)
+		tcp_snd_cwnd_set(tp, max(tcp_snd_cwnd(tp), b->prior_cwnd));
 	if (new_state != TCP_CA_Loss)
 		return;
 	/*
-	 * RTO: the round's loss is counted; outside probing the short-term
+	 * RTO: the loss is noted; outside probing the short-term
 	 * bound starts from the cwnd before the timeout (RTO takes cwnd to 1).
 	 */
 	b->prev_ca_state = TCP_CA_Loss;

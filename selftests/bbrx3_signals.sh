@@ -57,13 +57,21 @@
 #        are).  The release's bbr_undo_cwnd() takes the max of each bound
 #        and its copy saved by bbr_ssthresh().
 #   signals_loss_round     20 Mbit/s, 60 ms, a 4 x BDP buffer (the flow
-#        loses nothing of its own), 9 s flows (up to two): from 2 s on, five
+#        loses nothing of its own), two 9 s flows (a third if either case
+#        below has too few events): from 2 s on, five
 #        bursts 1.1 s apart of 30% loss on the router for 20 ms, a third of
 #        a round.  Bbrx3InflightLoLoss moves at most once per burst, and
 #        once for at least 3 bursts.  The release judges a loss episode once,
 #        when the data sent at its first loss is acked (bbr_note_loss(), the
 #        draft's NoteLoss); cutting at the end of every main round with a
 #        loss cuts a burst twice when its losses straddle a round's end.
+#   signals_recovery_cwnd  the same flows, with bbrx3_state events: at each
+#        entry into fast recovery in PROBE_BW, cwnd is at least 0.8 of the
+#        socket's cwnd in its event before or of the bounds at entry (a
+#        probe's loss may set inflight_hi there), and there are at least 3.  v3
+#        removed packet conservation (cwnd = inflight + acked for a round)
+#        and the cut by each ACK's losses: the release's bbr_set_cwnd() has
+#        no recovery branch; the lower bounds are the loss response.
 #   signals_ecn_once       100 Mbit/s into one fq_codel queue marking CE
 #        above 1 ms, 3 ms RTT (inside bbrx3_ecn_max_rtt_us), sender
 #        tcp_ecn 1, bbrx3_ecn 1, SECS: Bbrx3InflightLoEcn moved exactly
@@ -106,6 +114,7 @@ ALL_TESTS="
 	signals_ecn_once
 	signals_undo
 	signals_loss_round
+	signals_recovery_cwnd
 	signals_random_loss
 "
 source "$(dirname "$0")/lib.sh"
@@ -120,14 +129,17 @@ SHALLOW_DONE=		# the shallow flow ran (shared by two cases)
 SHALLOW_RC=1
 SHALLOW_EXIT_CONG=0
 
-# traced_flow ID SECS [iperf3 args]: one bbrx3 flow with bbrx3_round on;
-# its events (every port of the netns) in $TMPD/ID.ev.
+# traced_flow ID SECS [iperf3 args]: one bbrx3 flow with bbrx3_round on
+# (and TRACED_EVENTS); its round events (every port of the netns) in
+# $TMPD/ID.ev, the whole trace in $TMPD/ID.trace.
 traced_flow()
 {
 	local id=$1 secs=$2 of
 
 	shift 2
-	trace_start bbrx3_round || { echo "# cannot enable bbrx3_round"; return 1; }
+	# shellcheck disable=SC2086 # a list of event names
+	trace_start bbrx3_round ${TRACED_EVENTS:-} ||
+		{ echo "# cannot enable bbrx3_round ${TRACED_EVENTS:-}"; return 1; }
 	flow_run "$id" "${TRACED_CC:-bbrx3}" "$secs" "$@" || return 1
 	of=$(trace_stop "$TMPD/$id.trace")
 	((of == 0)) || log_info "$id: the ring buffer lost $of events"
@@ -362,58 +374,139 @@ signals_undo()
 		"$cuts of $undos undos in $((try - 1)) flows followed an inflight_hi cut, $los began with inflight_lo set; $(iperf3_goodput "$TMPD/undo1.json") Mbit/s and $(iperf3_retrans "$TMPD/undo1.json") retransmits in the first"
 }
 
-# loss_bursts N GAP_S OUT: N times, 30% loss on the router for 20 ms (one
-# tc process reading both changes, so that no process start sits between
-# them), then GAP_S seconds; Bbrx3InflightLoLoss's moves over each burst
-# and its gap, a line each, in OUT.
+# loss_bursts N GAP_S OUT: N times, 30% loss on the router for 20 ms, then
+# GAP_S seconds; a line each in OUT: Bbrx3InflightLoLoss's moves over the
+# burst and its gap, and the ms between the two changes as the shell saw
+# them.  One tc reads every change from a pipe, started before the first:
+# a process start between the two would stretch the burst past a round.
 loss_bursts()
 {
-	local n=$1 gap=$2 out=$3 k c0 t0 t1
+	local n=$1 gap=$2 out=$3 k c0 t0 t1 fd idle
 	local q="qdisc change dev $RTR_IF_R parent 1:1 handle 10: netem"
 	local lim=$((SIG_BDP * 3 * 4 / 1514))
 
+	exec {fd}> >(exec tc -n "$RTR" -force -batch -)
+	# read -t on a pipe nobody writes: a 20 ms wait without a process
+	exec {idle}<> <(:)
+	sleep 0.3
 	for ((k = 0; k < n; k++)); do
 		c0=$(bbrx_stat Bbrx3InflightLoLoss "$SND")
-		t0=$(date +%s%N)
-		{ echo "$q loss 30% limit $lim"; sleep 0.02; echo "$q limit $lim"; } |
-			tc -n "$RTR" -batch -
-		t1=$(date +%s%N)
+		t0=${EPOCHREALTIME/./}
+		echo "$q loss 30% limit $lim" >&"$fd"
+		read -rt 0.02 -u "$idle" _ || :
+		echo "$q limit $lim" >&"$fd"
+		t1=${EPOCHREALTIME/./}
 		sleep "$gap"
-		echo "$(($(bbrx_stat Bbrx3InflightLoLoss "$SND") - c0)) $(((t1 - t0) / 1000000))" >>"$out"
+		echo "$(($(bbrx_stat Bbrx3InflightLoLoss "$SND") - c0)) $(((t1 - t0) / 1000))" >>"$out"
 	done
+	exec {fd}>&- {idle}>&-
+}
+
+# The burst path's flows serve two cases: 20 Mbit/s, 60 ms, a 4 x BDP
+# buffer (the flow loses nothing of its own), 9 s flows with five loss
+# bursts from 2 s on; round and state events.  Two flows, a third if
+# fewer than 3 bursts cut the lower bounds or fewer than 3 recoveries
+# began in PROBE_BW.
+BURSTS_DONE=
+BURSTS_RC=1
+BURSTS_FLOWS=0
+burst_flows()
+{
+	local pid lim=$((SIG_BDP * 3 * 4 / 1514)) ones=0 entries=0 n
+
+	[[ -n $BURSTS_DONE ]] && return "$BURSTS_RC"
+	BURSTS_DONE=1 BURSTS_RC=0
+	shape_rate_netem $SIG_RATE limit "$lim" &&
+		shape_delay $((SIG_RTT * 3)) "$((SIG_BDP * 3))" || BURSTS_RC=1
+	hop_per_packet
+	while ((BURSTS_RC == 0 && (BURSTS_FLOWS < 2 ||
+		(BURSTS_FLOWS < 3 && (ones < 3 || entries < 3))))); do
+		n=$((BURSTS_FLOWS + 1))
+		rm -f "$TMPD/bursts$n"
+		(sleep 2; loss_bursts 5 1.1 "$TMPD/bursts$n") &
+		pid=$!
+		bg_track $pid
+		TRACED_EVENTS=bbrx3_state traced_flow bursts$n 9 || BURSTS_RC=1
+		wait "$pid"
+		BURSTS_FLOWS=$n
+		ones=$((ones + $(cut -d' ' -f1 "$TMPD/bursts$n" | grep -cx 1)))
+		entries=$((entries + $(recovery_entries "$TMPD/bursts$n.trace" | cut -d' ' -f1)))
+		log_info "flow $n: lower-bound cuts and ms of loss per burst: $(tr '\n' ',' <"$TMPD/bursts$n") round events per mode: $(awk '{
+			for (i = 1; i <= NF; i++) if ($i ~ /^mode=/) m[substr($i, 6)]++
+		} END { for (k in m) printf "%s %d ", k, m[k] }' "$TMPD/bursts$n.ev")"
+	done
+	shape_clear
+	return "$BURSTS_RC"
 }
 
 signals_loss_round()
 {
-	local try rtt=$((SIG_RTT * 3)) lim=$((SIG_BDP * 3 * 4 / 1514)) pid res
-	local ones=0 twos=0 all=
+	local try res ones=0 twos=0 all=
 
-	# 60 ms and a 4 x BDP buffer: the flow loses nothing but the bursts,
-	# whose losses are reported within a third of a round
-	shape_rate_netem $SIG_RATE limit "$lim" && shape_delay "$rtt" "$((SIG_BDP * 3))"
-	check_err $? "cannot set up the burst-loss path"
-	hop_per_packet
-	for ((try = 1; RET == 0 && try <= 2 && ones < 3; try++)); do
-		rm -f "$TMPD/bursts$try"
-		(sleep 2; loss_bursts 5 1.1 "$TMPD/bursts$try") &
-		pid=$!
-		bg_track $pid
-		traced_flow lossround$try 9
-		check_err $? "flow $try failed"
-		wait "$pid"
-		log_info "flow $try: cuts and ms per burst: $(tr '\n' ',' <"$TMPD/bursts$try")"
+	burst_flows
+	check_err $? "burst-loss flows failed"
+	for ((try = 1; try <= BURSTS_FLOWS; try++)); do
+		[[ -s $TMPD/bursts$try ]] || continue
 		res=$(cut -d' ' -f1 "$TMPD/bursts$try" | sort | uniq -c | awk '{ printf "%s", $2 "x" $1 " " }')
 		all+=" [${res% }]"
 		ones=$((ones + $(cut -d' ' -f1 "$TMPD/bursts$try" | grep -cx 1)))
 		twos=$((twos + $(cut -d' ' -f1 "$TMPD/bursts$try" | grep -cvx '[01]')))
 	done
-	shape_clear
 	((twos == 0))
-	check_err $? "$twos bursts cut inflight_lo more than once (cuts x bursts per flow:$all)"
+	check_err $? "$twos bursts cut the lower bounds more than once (cuts x bursts per flow:$all)"
 	((ones >= 3))
-	check_err $? "only $ones bursts cut inflight_lo once (cuts x bursts per flow:$all)"
+	check_err $? "only $ones bursts cut the lower bounds once (cuts x bursts per flow:$all)"
 	log_test "a loss burst shorter than a round cuts the lower bounds once" \
 		"cuts x bursts per flow:$all"
+}
+
+# recovery_entries TRACE: "entries cut examples": fast-recovery entries in
+# PROBE_BW (bbrx3_state, ca_state Recovery from Open, Disorder or CWR)
+# and those whose cwnd is under 0.8 of the socket's cwnd in its event
+# before (a round or state event) and of the entry's inflight_hi and
+# inflight_lo (where set).
+recovery_entries()
+{
+	awk -v ns=" netns=$NS_INO " '
+		!/ bbrx3_(round|state): / || !index($0, ns) { next }
+		{
+			delete v
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			sp = v["sport"]
+			if (/ bbrx3_state: / && v["ca_state"] == "Recovery" &&
+			    v["prev_ca_state"] != "Recovery" && v["prev_ca_state"] != "Loss" &&
+			    v["mode"] == "PROBE_BW" && (sp in last)) {
+				n++
+				# under the bounds as well: loss in a probe may set
+				# inflight_hi on the ACK that enters recovery
+				bound = last[sp]
+				if (v["inflight_hi"] > 0 && v["inflight_hi"] < bound) bound = v["inflight_hi"]
+				if (v["inflight_lo"] > 0 && v["inflight_lo"] < bound) bound = v["inflight_lo"]
+				if (v["cwnd"] < 0.8 * bound) { cut++; ex = ex " " bound ">" v["cwnd"] }
+			}
+			last[sp] = v["cwnd"]
+		}
+		END { printf "%d %d%s\n", n, cut, substr(ex, 1, 200) }' "$1"
+}
+
+signals_recovery_cwnd()
+{
+	local try n c e entries=0 cuts=0 ex=
+
+	burst_flows
+	check_err $? "burst-loss flows failed"
+	for ((try = 1; try <= BURSTS_FLOWS; try++)); do
+		[[ -s $TMPD/bursts$try.trace ]] || continue
+		read -r n c e <<<"$(recovery_entries "$TMPD/bursts$try.trace")"
+		entries=$((entries + n)) cuts=$((cuts + c))
+		ex+=${e:+ $e}
+	done
+	((entries >= 3))
+	check_err $? "only $entries fast-recovery entries in PROBE_BW"
+	((cuts == 0))
+	check_err $? "$cuts of $entries fast-recovery entries cut cwnd below 0.8 of the event before (before>at entry):$ex"
+	log_test "fast recovery keeps cwnd: no packet conservation" \
+		"$entries entries in PROBE_BW, $cuts cut cwnd"
 }
 
 signals_random_loss()

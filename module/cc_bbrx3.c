@@ -12,7 +12,7 @@
  *                 cycle (bw_hi[])
  *   inflight_hi = inflight at which a bandwidth probe saw too much loss
  *                 (> loss_thresh) or CE (> ecn_thresh): long-term bound
- *   bw_lo,      = cut to beta after each lossy round outside probing,
+ *   bw_lo,      = cut to beta after each lossy loss round outside probing,
  *   inflight_lo   inflight_lo also by alpha/3 after a CE-marked round:
  *                 short-term bounds, reset when probing starts
  *   cwnd        = min(2 x BDP + extra_acked, state's bound of inflight_hi,
@@ -215,7 +215,7 @@ static u32 b3_max_bw(const struct bbrx3 *b)
 	return max(b->bw_hi[0], b->bw_hi[1]);
 }
 
-/* The bw the model runs on: max_bw, unless a lossy round set bw_lo. */
+/* The bw the model runs on: max_bw, unless a lossy loss round set bw_lo. */
 static u32 b3_bw(const struct bbrx3 *b)
 {
 	return min(b3_max_bw(b), b->bw_lo);

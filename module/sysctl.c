@@ -81,7 +81,7 @@ static struct bbrx_param bbrx_params[] = {
 	 * (LossThresh 2%)
 	 */
 	BBRX_PARAM(bbrx3_loss_thresh, 20, 1, 500),
-	/* share of bw_lo/inflight_lo kept after a lossy round (Beta 0.7) */
+	/* share of bw_lo/inflight_lo kept after a lossy loss round (Beta 0.7) */
 	BBRX_PARAM(bbrx3_beta, 700, 100, 1000),
 	/* inflight_hi share left free for other flows in CRUISE (0.15) */
 	BBRX_PARAM(bbrx3_headroom, 150, 0, 500),

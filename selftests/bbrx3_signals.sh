@@ -52,7 +52,8 @@
 #        the episode's first round's (unset counts as above all); every
 #        undo of an episode that began with inflight_lo set, followed by a
 #        round that keeps the lower bounds (DRAIN, DOWN, CRUISE), shows
-#        inflight_lo set and at least the episode's first (not lifted);
+#        inflight_lo set and at least what the rounds around the episode's
+#        start bound its saved value to (not lifted; undo_episodes());
 #        there is at least one of each (up to three flows until there
 #        are).  The release's bbr_undo_cwnd() takes the max of each bound
 #        and its copy saved by bbr_ssthresh().
@@ -294,17 +295,23 @@ signals_drain_rounds()
 # undo must show saved again (unset counts as above all).  lo: undos whose
 # episode began with inflight_lo set and whose next round is one that
 # keeps the lower bounds (DRAIN, DOWN, CRUISE; not after PROBE_RTT, whose
-# end lifts them); "lobad" if that round shows
-# inflight_lo unset or below the episode's first or that round's
-# inflight_hi, whichever is less (CRUISE's start caps it there), unless a
-# round of the episode showed it lifted (by a probe: max() with unset stays
-# unset).
+# end lifts them); "lobad" if that round shows inflight_lo unset or below
+# the least of: bbrx3_beta of the round just before the episode began and
+# the round just after (a loss round may end between them and move
+# inflight_lo either way, so the value saved at the episode's start lies in
+# neither, but one cut keeps beta of it; either unset, or an undo between
+# the round before and the episode's start: not judged),
+# and that round's inflight_hi (CRUISE's start caps it there); not judged
+# either if a round of the episode showed it lifted (by a probe: max() with
+# unset stays unset).
 undo_episodes()
 {
-	awk -v ns=" netns=$NS_INO " '
-		/ bbrx3_ssthresh: / { ep = 1; saved = -1; slo = -1; cut = 0; next }
+	awk -v ns=" netns=$NS_INO " -v beta="$(bbrx_sysctl_get "$SND" bbrx3_beta)" '
+		/ bbrx3_ssthresh: / { ep = 1; saved = -1; slo = -1; cut = 0; alo = prevlo; next }
 		/ bbrx3_undo_cwnd: / {
 			if (ep && saved >= 0) { pending = 1; want = saved; wascut = cut; wantlo = slo }
+			# the undo may lift or restore inflight_lo before the next round
+			prevlo = -1
 			# PROBE_RTT lifts the bounds when it ends
 			if (lastmode == "PROBE_RTT") wantlo = -1
 			n++; ep = 0; next
@@ -327,8 +334,15 @@ undo_episodes()
 				if (lo == 0 || lo < floor) { lobad++; ex = ex " lo:" floor ">" lo }
 			}
 			pending = 0
+			prevlo = lo
 			if (ep) {
-				if (saved < 0) { saved = hi; slo = lo } else if (hi < saved) cut = 1
+				if (saved < 0) {
+					saved = hi
+					# one loss round may end between: a cut keeps beta
+					alo = alo * beta / 1000
+					slo = alo > 0 && alo < lo ? alo : lo
+					if (alo <= 0) slo = 0
+				} else if (hi < saved) cut = 1
 				# lifted during the episode (a probe): the max keeps it so
 				if (lo == 0) slo = 0
 			}

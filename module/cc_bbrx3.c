@@ -461,6 +461,184 @@ static bool b3_check_time_to_cruise(struct sock *sk, const struct bbrx_net *bn,
 	return inflight <= b3_inflight(sk, bn, b3_max_bw(b), GAIN_UNIT);
 }
 
+/*
+ * The block: state beyond ICSK_CA_PRIV_SIZE, allocated in .init and freed
+ * in .release, as in-tree tcp_cdg.c does. A passive open runs .init in
+ * softirq: the allocation never sleeps, and when it fails the socket runs
+ * without one (Bbrx3NoBlock). It holds the bounds saved when a loss
+ * episode begins, for an undo, and a ring of snapshots of
+ * {tp->delivered, tp->lost, packets in flight}, one per ~cwnd/16 packets
+ * delivered: what a stock kernel's rate_sample lacks of v3's per-skb
+ * tx_in_flight and lost-at-send, found again by rs->prior_delivered (the
+ * tp->delivered the acked data was sent at). 32 of them span about two
+ * cwnds of deliveries, a round and the one before; 8 bytes each, so an ACK
+ * touches about one cache line.
+ */
+#define B3_SNAPS	32	/* a power of 2 */
+#define B3_SNAP_SHIFT	4	/* a snapshot per cwnd >> 4 delivered */
+
+struct b3_snap {
+	u32 delivered;		/* tp->delivered when taken */
+	u16 lost;		/* tp->lost, low 16 bits */
+	u16 in_flight;		/* tcp_packets_in_flight(), at most U16_MAX */
+};
+
+struct bbrx3_block {
+	struct b3_snap snap[B3_SNAPS];
+	u32 undo_bw_lo;		/* bw_lo when a loss episode began */
+	u32 undo_inflight_lo;	/* inflight_lo then */
+	u32 undo_inflight_hi;	/* inflight_hi then */
+	u8 newest;		/* index in snap[] of the newest */
+	u8 count;		/* snapshots taken, at most B3_SNAPS */
+};
+
+static struct kmem_cache *bbrx3_block_cache __read_mostly;
+
+/*
+ * Test only: bbrx3 sockets start without a block, as when the allocation
+ * fails; Debian's kernels have no CONFIG_FAULT_INJECTION to make it fail.
+ * Writable at run time, so that a test switches it between flows.
+ */
+static bool bbrx3_fault_block;
+
+static int b3_fault_block_set(const char *val, const struct kernel_param *kp)
+{
+	bool on;
+
+	if (kstrtobool(val, &on)) {
+		pr_err("bbrx: %s: want 0 or 1, not \"%.*s\"\n", kp->name,
+		       (int)strcspn(val, "\n"), val);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(bool *)kp->arg, on);
+	return 0;
+}
+
+static const struct kernel_param_ops b3_fault_block_ops = {
+	.set = b3_fault_block_set,
+	.get = param_get_bool,
+};
+
+module_param_cb(fault_block, &b3_fault_block_ops, &bbrx3_fault_block, 0644);
+MODULE_PARM_DESC(fault_block,
+		 "Test only: bbrx3 sockets start without their block, as if its allocation failed (0 or 1; writable)");
+
+/**
+ * bbrx3_block_cache_create() - the slab cache of bbrx3's per-socket blocks
+ *
+ * A cache of its own: the block is a few bytes over 256, which kmalloc
+ * would round up to 512. Called before bbrx3 registers.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int bbrx3_block_cache_create(void)
+{
+	/* tcp_bbrx_block; the bench's tcp_bbrx3base has its own */
+	bbrx3_block_cache = kmem_cache_create(KBUILD_MODNAME "_block",
+					      sizeof(struct bbrx3_block), 0, 0,
+					      NULL);
+	return bbrx3_block_cache ? 0 : -ENOMEM;
+}
+
+/**
+ * bbrx3_block_cache_destroy() - free the cache, after bbrx3 unregistered
+ *
+ * Every socket that used bbrx3 held a module reference until its .release,
+ * which freed its block: the cache is empty at module exit.
+ */
+void bbrx3_block_cache_destroy(void)
+{
+	kmem_cache_destroy(bbrx3_block_cache);
+}
+
+/* A snapshot every cwnd/16 delivered packets, on the ACKs that deliver. */
+static void b3_block_snap(struct sock *sk, struct bbrx3_block *blk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct b3_snap *s = &blk->snap[blk->newest];
+	u32 every = max(tcp_snd_cwnd(tp) >> B3_SNAP_SHIFT, 1U);
+
+	if (blk->count) {
+		if (tp->delivered - s->delivered < every)
+			return;
+		blk->newest = (blk->newest + 1) & (B3_SNAPS - 1);
+		s = &blk->snap[blk->newest];
+	}
+	blk->count = min(blk->count + 1, B3_SNAPS);
+	s->delivered = tp->delivered;
+	s->lost = (u16)tp->lost;
+	s->in_flight = min_t(u32, tcp_packets_in_flight(tp), U16_MAX);
+}
+
+/* The block at .init: one snapshot of the start, or none (counted). */
+static void b3_block_alloc(struct sock *sk, struct bbrx3 *b,
+			   struct bbrx_net *bn)
+{
+	if (!READ_ONCE(bbrx3_fault_block))
+		b->blk = kmem_cache_zalloc(bbrx3_block_cache,
+					   GFP_NOWAIT | __GFP_NOWARN);
+	if (!b->blk) {
+		bbrx_stat_inc(bn, BBRX3_STAT_NO_BLOCK);
+		return;
+	}
+	bbrx_stat_inc(bn, BBRX3_STAT_BLOCKS);
+	b3_block_snap(sk, b->blk);
+}
+
+/**
+ * b3_sent_flight() - in flight and lost when data was sent, from the ring
+ * @sk: a bbrx3 socket
+ * @prior_delivered: tp->delivered when the data was sent
+ *	(rs->prior_delivered of its ACK)
+ * @in_flight: set to the packets in flight then (v3's tx_in_flight)
+ * @lost: set to tp->lost then (v3's lost-at-send), exact while fewer than
+ *	65536 packets were lost since
+ *
+ * Uses the newest snapshot taken at or before the send: a binary search
+ * over the ring, newest to oldest, whose tp->delivered only grows. The
+ * flight is that of the snapshot, taken up to cwnd/16 deliveries before
+ * the send.
+ *
+ * Return: true if found; false without a block or when the data is older
+ * than the oldest snapshot.
+ */
+static bool b3_sent_flight(const struct sock *sk, u32 prior_delivered,
+			   u32 *in_flight, u32 *lost)
+{
+	const struct bbrx3 *b = inet_csk_ca(sk);
+	const struct bbrx3_block *blk = b->blk;
+	const struct b3_snap *s;
+	u32 lo = 0, hi, mid;
+
+	if (!blk)
+		return false;
+	hi = blk->count;	/* look in [lo, hi) of age: 0 = newest */
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		s = &blk->snap[(blk->newest - mid) & (B3_SNAPS - 1)];
+		if (before(prior_delivered, s->delivered))
+			lo = mid + 1;	/* taken after the send: older ones */
+		else
+			hi = mid;
+	}
+	if (lo == blk->count)
+		return false;
+	s = &blk->snap[(blk->newest - lo) & (B3_SNAPS - 1)];
+	*in_flight = s->in_flight;
+	*lost = tcp_sk(sk)->lost - (u16)(tcp_sk(sk)->lost - s->lost);
+	return true;
+}
+
+/* The block at .release (or a zeroed state that never had one). */
+static void b3_block_free(struct sock *sk, struct bbrx3 *b)
+{
+	if (!b->blk)
+		return;
+	kmem_cache_free(bbrx3_block_cache, b->blk);
+	b->blk = NULL;
+	bbrx_stat_dec(bbrx_sk_net(sk), BBRX3_STAT_BLOCKS);
+}
+
 enum b3_too_high { B3_OK, B3_TOO_HIGH_LOSS, B3_TOO_HIGH_ECN };
 
 /*
@@ -659,184 +837,6 @@ static void b3_update_cycle_phase(struct sock *sk,
 		b3_start_down(sk);
 		break;
 	}
-}
-
-/*
- * The block: state beyond ICSK_CA_PRIV_SIZE, allocated in .init and freed
- * in .release, as in-tree tcp_cdg.c does. A passive open runs .init in
- * softirq: the allocation never sleeps, and when it fails the socket runs
- * without one (Bbrx3NoBlock). It holds the bounds saved when a loss
- * episode begins, for an undo, and a ring of snapshots of
- * {tp->delivered, tp->lost, packets in flight}, one per ~cwnd/16 packets
- * delivered: what a stock kernel's rate_sample lacks of v3's per-skb
- * tx_in_flight and lost-at-send, found again by rs->prior_delivered (the
- * tp->delivered the acked data was sent at). 32 of them span about two
- * cwnds of deliveries, a round and the one before; 8 bytes each, so an ACK
- * touches about one cache line.
- */
-#define B3_SNAPS	32	/* a power of 2 */
-#define B3_SNAP_SHIFT	4	/* a snapshot per cwnd >> 4 delivered */
-
-struct b3_snap {
-	u32 delivered;		/* tp->delivered when taken */
-	u16 lost;		/* tp->lost, low 16 bits */
-	u16 in_flight;		/* tcp_packets_in_flight(), at most U16_MAX */
-};
-
-struct bbrx3_block {
-	struct b3_snap snap[B3_SNAPS];
-	u32 undo_bw_lo;		/* bw_lo when a loss episode began */
-	u32 undo_inflight_lo;	/* inflight_lo then */
-	u32 undo_inflight_hi;	/* inflight_hi then */
-	u8 newest;		/* index in snap[] of the newest */
-	u8 count;		/* snapshots taken, at most B3_SNAPS */
-};
-
-static struct kmem_cache *bbrx3_block_cache __read_mostly;
-
-/*
- * Test only: bbrx3 sockets start without a block, as when the allocation
- * fails; Debian's kernels have no CONFIG_FAULT_INJECTION to make it fail.
- * Writable at run time, so that a test switches it between flows.
- */
-static bool bbrx3_fault_block;
-
-static int b3_fault_block_set(const char *val, const struct kernel_param *kp)
-{
-	bool on;
-
-	if (kstrtobool(val, &on)) {
-		pr_err("bbrx: %s: want 0 or 1, not \"%.*s\"\n", kp->name,
-		       (int)strcspn(val, "\n"), val);
-		return -EINVAL;
-	}
-	WRITE_ONCE(*(bool *)kp->arg, on);
-	return 0;
-}
-
-static const struct kernel_param_ops b3_fault_block_ops = {
-	.set = b3_fault_block_set,
-	.get = param_get_bool,
-};
-
-module_param_cb(fault_block, &b3_fault_block_ops, &bbrx3_fault_block, 0644);
-MODULE_PARM_DESC(fault_block,
-		 "Test only: bbrx3 sockets start without their block, as if its allocation failed (0 or 1; writable)");
-
-/**
- * bbrx3_block_cache_create() - the slab cache of bbrx3's per-socket blocks
- *
- * A cache of its own: the block is a few bytes over 256, which kmalloc
- * would round up to 512. Called before bbrx3 registers.
- *
- * Return: 0 or -ENOMEM.
- */
-int bbrx3_block_cache_create(void)
-{
-	/* tcp_bbrx_block; the bench's tcp_bbrx3base has its own */
-	bbrx3_block_cache = kmem_cache_create(KBUILD_MODNAME "_block",
-					      sizeof(struct bbrx3_block), 0, 0,
-					      NULL);
-	return bbrx3_block_cache ? 0 : -ENOMEM;
-}
-
-/**
- * bbrx3_block_cache_destroy() - free the cache, after bbrx3 unregistered
- *
- * Every socket that used bbrx3 held a module reference until its .release,
- * which freed its block: the cache is empty at module exit.
- */
-void bbrx3_block_cache_destroy(void)
-{
-	kmem_cache_destroy(bbrx3_block_cache);
-}
-
-/* A snapshot every cwnd/16 delivered packets, on the ACKs that deliver. */
-static void b3_block_snap(struct sock *sk, struct bbrx3_block *blk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-	struct b3_snap *s = &blk->snap[blk->newest];
-	u32 every = max(tcp_snd_cwnd(tp) >> B3_SNAP_SHIFT, 1U);
-
-	if (blk->count) {
-		if (tp->delivered - s->delivered < every)
-			return;
-		blk->newest = (blk->newest + 1) & (B3_SNAPS - 1);
-		s = &blk->snap[blk->newest];
-	}
-	blk->count = min(blk->count + 1, B3_SNAPS);
-	s->delivered = tp->delivered;
-	s->lost = (u16)tp->lost;
-	s->in_flight = min_t(u32, tcp_packets_in_flight(tp), U16_MAX);
-}
-
-/* The block at .init: one snapshot of the start, or none (counted). */
-static void b3_block_alloc(struct sock *sk, struct bbrx3 *b,
-			   struct bbrx_net *bn)
-{
-	if (!READ_ONCE(bbrx3_fault_block))
-		b->blk = kmem_cache_zalloc(bbrx3_block_cache,
-					   GFP_NOWAIT | __GFP_NOWARN);
-	if (!b->blk) {
-		bbrx_stat_inc(bn, BBRX3_STAT_NO_BLOCK);
-		return;
-	}
-	bbrx_stat_inc(bn, BBRX3_STAT_BLOCKS);
-	b3_block_snap(sk, b->blk);
-}
-
-/**
- * b3_sent_flight() - in flight and lost when data was sent, from the ring
- * @sk: a bbrx3 socket
- * @prior_delivered: tp->delivered when the data was sent
- *	(rs->prior_delivered of its ACK)
- * @in_flight: set to the packets in flight then (v3's tx_in_flight)
- * @lost: set to tp->lost then (v3's lost-at-send), exact while fewer than
- *	65536 packets were lost since
- *
- * Uses the newest snapshot taken at or before the send: a binary search
- * over the ring, newest to oldest, whose tp->delivered only grows. The
- * flight is that of the snapshot, taken up to cwnd/16 deliveries before
- * the send.
- *
- * Return: true if found; false without a block or when the data is older
- * than the oldest snapshot.
- */
-static bool b3_sent_flight(const struct sock *sk, u32 prior_delivered,
-			   u32 *in_flight, u32 *lost)
-{
-	const struct bbrx3 *b = inet_csk_ca(sk);
-	const struct bbrx3_block *blk = b->blk;
-	const struct b3_snap *s;
-	u32 lo = 0, hi, mid;
-
-	if (!blk)
-		return false;
-	hi = blk->count;	/* look in [lo, hi) of age: 0 = newest */
-	while (lo < hi) {
-		mid = (lo + hi) / 2;
-		s = &blk->snap[(blk->newest - mid) & (B3_SNAPS - 1)];
-		if (before(prior_delivered, s->delivered))
-			lo = mid + 1;	/* taken after the send: older ones */
-		else
-			hi = mid;
-	}
-	if (lo == blk->count)
-		return false;
-	s = &blk->snap[(blk->newest - lo) & (B3_SNAPS - 1)];
-	*in_flight = s->in_flight;
-	*lost = tcp_sk(sk)->lost - (u16)(tcp_sk(sk)->lost - s->lost);
-	return true;
-}
-
-/* The block at .release (or a zeroed state that never had one). */
-static void b3_block_free(struct sock *sk, struct bbrx3 *b)
-{
-	if (!b->blk)
-		return;
-	kmem_cache_free(bbrx3_block_cache, b->blk);
-	b->blk = NULL;
-	bbrx_stat_dec(bbrx_sk_net(sk), BBRX3_STAT_BLOCKS);
 }
 
 /* A PROBE_BW phase, or B3_TRACE_NO_PHASE outside PROBE_BW. */

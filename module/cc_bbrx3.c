@@ -141,12 +141,13 @@ enum bbrx3_ack_phase {
  *   probe_rtt_done_stamp (PROBE_RTT only, set on entry) and the probe-up
  *   counters (REFILL and UP only, set when REFILL and UP begin) share 4
  *   bytes: each is written on entry to the states that read it.
- * The block holds the in-flight and lost at each send (read by the round
- * event only) and the bounds' copies for an undo. A socket whose
- * allocation failed runs the same model except that an undo lifts bw_lo
- * and inflight_lo (bbrx3 0.2.0's rule: more room after a spurious
- * episode, never less) and keeps inflight_hi as it is; it reports
- * tx_in_flight 0.
+ * The block holds the in-flight and lost at each send (read by the loss
+ * check and the round event) and the bounds' copies for an undo. A socket
+ * whose allocation failed runs the same model except that it judges losses
+ * over the rounds since the acked data's round began (b3_acked_flight()),
+ * an undo lifts bw_lo and inflight_lo (bbrx3 0.2.0's rule: more room after
+ * a spurious episode, never less) and keeps inflight_hi as it is; it
+ * reports tx_in_flight 0.
  */
 struct bbrx3_block;
 
@@ -551,12 +552,19 @@ void bbrx3_block_cache_destroy(void)
 	kmem_cache_destroy(bbrx3_block_cache);
 }
 
-/* A snapshot every cwnd/16 delivered packets, on the ACKs that deliver. */
-static void b3_block_snap(struct sock *sk, struct bbrx3_block *blk)
+/*
+ * A snapshot every cwnd/16 delivered packets, on the ACKs that deliver,
+ * after the model set cwnd. Its in-flight is what the sends this ACK
+ * releases go out into (v3's tx_in_flight counts the flight at the send):
+ * what the ACK left plus what it acked, as far as cwnd lets them refill.
+ */
+static void b3_block_snap(struct sock *sk, struct bbrx3_block *blk,
+			  u32 acked)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	struct b3_snap *s = &blk->snap[blk->newest];
 	u32 every = max(tcp_snd_cwnd(tp) >> B3_SNAP_SHIFT, 1U);
+	u32 in_flight;
 
 	if (blk->count) {
 		if (tp->delivered - s->delivered < every)
@@ -567,7 +575,9 @@ static void b3_block_snap(struct sock *sk, struct bbrx3_block *blk)
 	blk->count = min(blk->count + 1, B3_SNAPS);
 	s->delivered = tp->delivered;
 	s->lost = (u16)tp->lost;
-	s->in_flight = min_t(u32, tcp_packets_in_flight(tp), U16_MAX);
+	in_flight = tcp_packets_in_flight(tp);
+	in_flight = max(in_flight, min(in_flight + acked, tcp_snd_cwnd(tp)));
+	s->in_flight = min_t(u32, in_flight, U16_MAX);
 }
 
 /* The block at .init: one snapshot of the start, or none (counted). */
@@ -582,7 +592,7 @@ static void b3_block_alloc(struct sock *sk, struct bbrx3 *b,
 		return;
 	}
 	bbrx_stat_inc(bn, BBRX3_STAT_BLOCKS);
-	b3_block_snap(sk, b->blk);
+	b3_block_snap(sk, b->blk, 0);
 }
 
 /**
@@ -642,38 +652,52 @@ static void b3_block_free(struct sock *sk, struct bbrx3 *b)
 enum b3_too_high { B3_OK, B3_TOO_HIGH_LOSS, B3_TOO_HIGH_ECN };
 
 /*
- * Packets lost since the acked data was sent, at round granularity: since
- * the start of the round it was sent in (this one or the last). tp->lost
- * counts every loss, including those on a round-start ACK and those the
- * RACK reorder timer marks between ACKs, which rs->losses never shows.
- * Stands in for the release's per-skb rs->lost; a round early, never late.
+ * The flight the acked data was sent in, as the release's per-skb
+ * rs->tx_in_flight and rs->lost give it: packets in flight at the send and
+ * packets lost since (tp->lost counts every loss, including those the RACK
+ * reorder timer marks between ACKs). From the block's ring, whose snapshot
+ * precedes the send by at most cwnd/16 deliveries. Without one that covers
+ * the send (no block, or data older than the ring): losses since the start
+ * of the round it was sent in (this one or the last), against what the
+ * sample delivered plus them, which counts up to two rounds of losses
+ * against one flight.
  */
-static u32 b3_lost_since_sent(const struct sock *sk,
-			      const struct rate_sample *rs)
+struct b3_flight {
+	u32 in_flight;		/* packets in flight when the data was sent */
+	u32 lost;		/* packets lost since */
+};
+
+static void b3_acked_flight(const struct sock *sk,
+			    const struct rate_sample *rs, struct b3_flight *f)
 {
 	const struct bbrx3 *b = inet_csk_ca(sk);
-	u32 base = b->prev_round_lost;
+	u32 lost_then = b->prev_round_lost;
 
+	if (b3_sent_flight(sk, rs->prior_delivered, &f->in_flight,
+			   &lost_then)) {
+		f->lost = tcp_sk(sk)->lost - lost_then;
+		return;
+	}
 	if (!before(rs->prior_delivered, b->round_delivered))
-		base = b->round_lost;
-	return tcp_sk(sk)->lost - base;
+		lost_then = b->round_lost;
+	f->lost = tcp_sk(sk)->lost - lost_then;
+	f->in_flight = rs->delivered + f->lost;
 }
 
 /*
  * Did the flight this ACK's data was sent in carry too much? Its losses
- * above loss_thresh of that flight, estimated as what the sample delivered
- * plus those losses (the release: rs->lost against rs->tx_in_flight), or a
- * CE-marked share of the sample above ecn_thresh [D 5.5.10.2; the ECN rule
- * is the release's]. The caller needs a sample (rs->delivered > 0).
+ * above loss_thresh of that flight (the release: rs->lost against
+ * rs->tx_in_flight), or a CE-marked share of the sample above ecn_thresh
+ * [D 5.5.10.2; the ECN rule is the release's]. The caller needs a sample
+ * (rs->delivered > 0).
  */
 static enum b3_too_high b3_is_inflight_too_high(struct sock *sk,
 						const struct rate_sample *rs,
-						const struct bbrx_net *bn)
+						const struct bbrx_net *bn,
+						const struct b3_flight *f)
 {
-	u32 lost = b3_lost_since_sent(sk, rs);
-
-	if (lost && (u64)lost * PERMILLE >
-	    (u64)READ_ONCE(bn->bbrx3_loss_thresh) * (rs->delivered + lost))
+	if (f->lost && (u64)f->lost * PERMILLE >
+	    (u64)READ_ONCE(bn->bbrx3_loss_thresh) * f->in_flight)
 		return B3_TOO_HIGH_LOSS;
 	if (rs->delivered_ce > 0 && b3_ecn_eligible(sk, bn) &&
 	    (u64)rs->delivered_ce * PERMILLE >
@@ -690,7 +714,8 @@ static enum b3_too_high b3_is_inflight_too_high(struct sock *sk,
 static bool b3_handle_inflight_too_high(struct sock *sk,
 					const struct rate_sample *rs,
 					struct bbrx_net *bn,
-					enum b3_too_high why)
+					enum b3_too_high why,
+					const struct b3_flight *f)
 {
 	struct bbrx3 *b = inet_csk_ca(sk);
 	u32 beta = READ_ONCE(bn->bbrx3_beta);
@@ -698,8 +723,7 @@ static bool b3_handle_inflight_too_high(struct sock *sk,
 	b->prev_probe_too_high = 1;
 	b->probe_samples = 0;
 	if (!rs->is_app_limited) {
-		b->inflight_hi = max_t(u32, rs->delivered +
-				       b3_lost_since_sent(sk, rs),
+		b->inflight_hi = max_t(u32, f->in_flight,
 				       (u64)b3_target_inflight(sk, bn) * beta /
 				       PERMILLE);
 		bbrx_stat_inc(bn, why == B3_TOO_HIGH_ECN ?
@@ -748,6 +772,7 @@ static bool b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
 {
 	struct bbrx3 *b = inet_csk_ca(sk);
 	enum b3_too_high why;
+	struct b3_flight f;
 
 	if (b->ack_phase == B3_ACKS_PROBE_STOPPING && b->round_start) {
 		b->probe_samples = 0;
@@ -770,21 +795,23 @@ static bool b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
 
 	if (rs->delivered <= 0)
 		return false;		/* no sample: no flight to judge */
-	why = b3_is_inflight_too_high(sk, rs, bn);
+	b3_acked_flight(sk, rs, &f);
+	why = b3_is_inflight_too_high(sk, rs, bn, &f);
 	if (why != B3_OK) {
 		if (b->probe_samples)
-			return b3_handle_inflight_too_high(sk, rs, bn, why);
+			return b3_handle_inflight_too_high(sk, rs, bn, why,
+							   &f);
 		return false;
 	}
 	if (b->inflight_hi == B3_UNSET)
 		return false;
 	/*
 	 * the flight this data was sent in proved safe: inflight_hi may grow
-	 * to what it delivered (the release: to rs->tx_in_flight), so that
-	 * random loss cannot pin the bound
+	 * to it (the release: to rs->tx_in_flight), so that random loss
+	 * cannot pin the bound
 	 */
-	if (rs->delivered > b->inflight_hi)
-		b->inflight_hi = rs->delivered;
+	if (f.in_flight > b->inflight_hi)
+		b->inflight_hi = f.in_flight;
 	if (b->mode == B3_PROBE_BW && b->state == B3_UP)
 		b3_probe_inflight_hi_upward(sk, rs);
 	return false;
@@ -1326,7 +1353,7 @@ static void bbrx3_cong_control(struct sock *sk, const struct rate_sample *rs)
 		b3_trace_state(sk, mode0, state0, ca0);
 	/* after the model, which reads nothing of it */
 	if (b->blk && rs->delivered > 0)
-		b3_block_snap(sk, b->blk);
+		b3_block_snap(sk, b->blk, rs->acked_sacked);
 }
 
 /* Sending starts with nothing in flight: as bbrx_tx_start() (cc_bbrx.c). */

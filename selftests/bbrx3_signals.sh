@@ -87,6 +87,15 @@
 #        median inflight_hi (where set) is at least one BDP (bw x min_rtt
 #        of the same rounds, in packets): loss below loss_thresh (2%) must
 #        not pin the bound under the pipe.
+#   signals_loss_rate      50 Mbit/s, 60 ms, a 2 x BDP buffer, every 80th
+#        packet dropped on the router (1.25%, under loss_thresh's 2% of any
+#        flight of 250 packets or more, give or take a loss), bbrx3_beta
+#        1000 (no lower-bound cuts, so flights stay near the BDP), SECS + 2
+#        (up to three flows until 2 probes): Bbrx3InflightHiLoss moves for
+#        at most a third of the probes (REFILL rounds).  The release judges
+#        rs->lost, the losses since the acked packet was sent, against
+#        rs->tx_in_flight, its flight then; counting from the start of the
+#        round before charges up to two rounds of losses to one flight.
 #   signals_before_init    8 parallel connections (2 s) with bbrx3 the
 #        sender's default congestion control (a socket that starts with it,
 #        as opposed to one switched by setsockopt after connect()): no
@@ -117,6 +126,7 @@ ALL_TESTS="
 	signals_loss_round
 	signals_recovery_cwnd
 	signals_random_loss
+	signals_loss_rate
 "
 source "$(dirname "$0")/lib.sh"
 
@@ -551,6 +561,45 @@ signals_random_loss()
 	check_err $? "median inflight_hi $hi packets below the BDP, $bdp packets, in the last half of $n PROBE_BW rounds"
 	log_test "0.5% random loss does not pin inflight_hi below the BDP" \
 		"median inflight_hi ${hi/#0/unset} vs BDP $bdp packets over the last half of $n PROBE_BW rounds, $(iperf3_goodput "$TMPD/randloss.json") Mbit/s, $(iperf3_retrans "$TMPD/randloss.json") retransmits"
+}
+
+# probes EVFILE: bandwidth probes in a flow (REFILL rounds: a probe that
+# goes too high may end before an UP round does).
+probes()
+{
+	grep -c ' phase=REFILL ' "$1"
+}
+
+signals_loss_rate()
+{
+	local rate=50 rtt=60 every=80 bdp c0 hiloss=0 ups=0 try n beta0
+
+	bdp=$(bdp_bytes $rate $rtt)
+	beta0=$(bbrx_sysctl_get "$SND" bbrx3_beta)
+	# no lower-bound cuts: the flights stay near the BDP, large enough
+	# that a loss more or less is under loss_thresh's margin
+	shape_bottleneck $rate "$((bdp * 2))" && shape_delay $rtt "$bdp" &&
+		shape_drop_every $every && bbrx_sysctl_set "$SND" bbrx3_beta 1000
+	check_err $? "cannot set up the evenly lossy path"
+	hop_per_packet
+	# a flow may probe only once in SECS: up to three until two probes
+	for ((try = 1; RET == 0 && try <= 3 && ups < 2; try++)); do
+		c0=$(bbrx_stat Bbrx3InflightHiLoss "$SND")
+		traced_flow lossrate$try "$((SECS + 2))"
+		check_err $? "evenly lossy flow failed"
+		n=$(probes "$TMPD/lossrate$try.ev")
+		hiloss=$((hiloss + $(bbrx_stat Bbrx3InflightHiLoss "$SND") - c0))
+		ups=$((ups + n))
+		log_info "flow $try: $n probes, $(iperf3_goodput "$TMPD/lossrate$try.json") Mbit/s, $(iperf3_retrans "$TMPD/lossrate$try.json") retransmits"
+	done
+	shape_clear
+	bbrx_sysctl_set "$SND" bbrx3_beta "$beta0"
+	((ups >= 2))
+	check_err $? "only $ups bandwidth probes in $((try - 1)) flows"
+	((hiloss * 3 <= ups))
+	check_err $? "Bbrx3InflightHiLoss +$hiloss over $ups probes: a loss rate of 1/$every, under loss_thresh, ended more than a third of them"
+	log_test "a probe judges its losses against its own flight" \
+		"Bbrx3InflightHiLoss +$hiloss over $ups probes in $((try - 1)) flows, every ${every}th packet dropped"
 }
 
 signals_before_init()

@@ -1010,6 +1010,21 @@ shape_policer()
 			action police rate "${1}mbit" burst "$2" conform-exceed drop/pipe
 }
 
+# shape_drop_every N: drop every Nth packet on the router's egress toward
+#   the receiver (act_gact's deterministic mode, in a clsact of its own
+#   beside any root qdisc): a loss rate of exactly 1/N, spread evenly, so
+#   that any flight of F packets loses F/N of them, give or take one.
+#   Counts skbs: pair it with hop_per_packet.  Needs act_gact and
+#   cls_matchall.
+shape_drop_every()
+{
+	modprobe -a act_gact cls_matchall sch_ingress 2>/dev/null
+	tc -n "$RTR" qdisc del dev "$RTR_IF_R" clsact 2>/dev/null
+	tc -n "$RTR" qdisc add dev "$RTR_IF_R" clsact &&
+		tc -n "$RTR" filter add dev "$RTR_IF_R" egress matchall \
+			action gact pass random determ drop "$1"
+}
+
 # shape_ce_marker RATE_MBIT CE_THRESHOLD: router egress toward the receiver
 #   at RATE (htb) into a single fq_codel queue that marks CE on packets
 #   whose sojourn exceeds CE_THRESHOLD (e.g. 1ms): one queue (flows 1), so

@@ -51,6 +51,7 @@ enum bbrx_stat_item {
 	BBRX3_STAT_BW_PROBE,		/* bbrx3 PROBE_BW UP entered */
 	BBRX3_STAT_INFLIGHT_HI_LOSS,	/* inflight_hi set: probe lost too much */
 	BBRX3_STAT_INFLIGHT_HI_ECN,	/* inflight_hi set: probe CE-marked */
+	BBRX3_STAT_LOSS_ROUNDS,		/* loss rounds that saw a loss */
 	BBRX3_STAT_INFLIGHT_LO_LOSS,	/* bw_lo/inflight_lo cut: lossy loss round */
 	BBRX3_STAT_INFLIGHT_LO_ECN,	/* inflight_lo cut: CE-marked round */
 	BBRX3_STAT_PROBE_RTT_ENTER,	/* bbrx3 PROBE_RTT entered */

@@ -1042,6 +1042,8 @@ static void b3_update_loss_round(struct sock *sk, const struct rate_sample *rs,
 	if (before(rs->prior_delivered, b->loss_round_delivered))
 		return;
 	b->loss_round_delivered = tcp_sk(sk)->delivered;
+	if (b->loss_in_round)
+		bbrx_stat_inc(bn, BBRX3_STAT_LOSS_ROUNDS);
 	b3_adapt_lower_bounds_loss(sk, bn);
 	b->loss_in_round = 0;
 	b->bw_latest = bw_sample;

@@ -47,6 +47,7 @@ static const char * const bbrx_stat_names[BBRX_STAT_MAX] = {
 	[BBRX3_STAT_BW_PROBE]		= "Bbrx3BwProbe",
 	[BBRX3_STAT_INFLIGHT_HI_LOSS]	= "Bbrx3InflightHiLoss",
 	[BBRX3_STAT_INFLIGHT_HI_ECN]	= "Bbrx3InflightHiEcn",
+	[BBRX3_STAT_LOSS_ROUNDS]	= "Bbrx3LossRounds",
 	[BBRX3_STAT_INFLIGHT_LO_LOSS]	= "Bbrx3InflightLoLoss",
 	[BBRX3_STAT_INFLIGHT_LO_ECN]	= "Bbrx3InflightLoEcn",
 	[BBRX3_STAT_PROBE_RTT_ENTER]	= "Bbrx3ProbeRttEnter",

@@ -685,19 +685,27 @@ static void b3_acked_flight(const struct sock *sk,
 }
 
 /*
- * Did the flight this ACK's data was sent in carry too much? Its losses
- * above loss_thresh of that flight (the release: rs->lost against
- * rs->tx_in_flight), or a CE-marked share of the sample above ecn_thresh
- * [D 5.5.10.2; the ECN rule is the release's]. The caller needs a sample
- * (rs->delivered > 0).
+ * A flight's losses above loss_thresh of it (the release: rs->lost against
+ * rs->tx_in_flight) [D 5.5.10.2].
+ */
+static bool b3_loss_too_high(const struct bbrx_net *bn,
+			     const struct b3_flight *f)
+{
+	return f->lost && (u64)f->lost * PERMILLE >
+	       (u64)READ_ONCE(bn->bbrx3_loss_thresh) * f->in_flight;
+}
+
+/*
+ * Did the flight this ACK's data was sent in carry too much? Too many
+ * losses, or a CE-marked share of the sample above ecn_thresh (the
+ * release's ECN rule). The caller needs a sample (rs->delivered > 0).
  */
 static enum b3_too_high b3_is_inflight_too_high(struct sock *sk,
 						const struct rate_sample *rs,
 						const struct bbrx_net *bn,
 						const struct b3_flight *f)
 {
-	if (f->lost && (u64)f->lost * PERMILLE >
-	    (u64)READ_ONCE(bn->bbrx3_loss_thresh) * f->in_flight)
+	if (b3_loss_too_high(bn, f))
 		return B3_TOO_HIGH_LOSS;
 	if (rs->delivered_ce > 0 && b3_ecn_eligible(sk, bn) &&
 	    (u64)rs->delivered_ce * PERMILLE >
@@ -711,8 +719,7 @@ static enum b3_too_high b3_is_inflight_too_high(struct sock *sk,
  * whichever is more) becomes the long-term bound, once per probe; UP ends.
  * Returns true if that moved the cycle to DOWN.
  */
-static bool b3_handle_inflight_too_high(struct sock *sk,
-					const struct rate_sample *rs,
+static bool b3_handle_inflight_too_high(struct sock *sk, bool app_limited,
 					struct bbrx_net *bn,
 					enum b3_too_high why,
 					const struct b3_flight *f)
@@ -722,7 +729,7 @@ static bool b3_handle_inflight_too_high(struct sock *sk,
 
 	b->prev_probe_too_high = 1;
 	b->probe_samples = 0;
-	if (!rs->is_app_limited) {
+	if (!app_limited) {
 		b->inflight_hi = max_t(u32, f->in_flight,
 				       (u64)b3_target_inflight(sk, bn) * beta /
 				       PERMILLE);
@@ -799,8 +806,9 @@ static bool b3_adapt_upper_bounds(struct sock *sk, const struct rate_sample *rs,
 	why = b3_is_inflight_too_high(sk, rs, bn, &f);
 	if (why != B3_OK) {
 		if (b->probe_samples)
-			return b3_handle_inflight_too_high(sk, rs, bn, why,
-							   &f);
+			return b3_handle_inflight_too_high(sk,
+							   rs->is_app_limited,
+							   bn, why, &f);
 		return false;
 	}
 	if (b->inflight_hi == B3_UNSET)
@@ -1048,6 +1056,26 @@ static void b3_update_loss_round(struct sock *sk, const struct rate_sample *rs,
 	b->loss_in_round = 0;
 	b->bw_latest = bw_sample;
 	b->inflight_latest = rs->delivered;
+}
+
+/*
+ * A loss that a tail loss probe repaired: the ACK that covers the probe
+ * moves the socket to CWR (tcp_process_tlp_ack()) and marks nothing lost,
+ * so neither rs->losses nor tp->lost shows it. The release notes it and,
+ * in a probe, judges one loss against the latest flight
+ * (bbr_run_loss_probe_recovery(), on an event its kernel adds). The
+ * socket's app_limited stands in for the probe's, which 6.1 does not keep.
+ */
+static void b3_loss_probe_repaired(struct sock *sk)
+{
+	struct bbrx_net *bn = bbrx_sk_net(sk);
+	struct bbrx3 *b = inet_csk_ca(sk);
+	struct b3_flight f = { .in_flight = b->inflight_latest + 1, .lost = 1 };
+
+	b3_note_loss(sk);
+	if (b->probe_samples && b3_loss_too_high(bn, &f))
+		b3_handle_inflight_too_high(sk, tcp_sk(sk)->app_limited, bn,
+					    B3_TOO_HIGH_LOSS, &f);
 }
 
 /* Packet-timed rounds; at each round's end the round's signals are used. */
@@ -1482,6 +1510,12 @@ static void bbrx3_set_state(struct sock *sk, u8 new_state)
 	 */
 	if (new_state == TCP_CA_Recovery)
 		b3_note_loss(sk);
+	/*
+	 * CWR without ECN: a loss repaired by a tail loss probe, or a packet
+	 * a local qdisc refused (tcp_enter_cwr() on NET_XMIT_CN), a loss too
+	 */
+	if (new_state == TCP_CA_CWR && !bbrx_ecn_ok(tp))
+		b3_loss_probe_repaired(sk);
 	/* leaving an RTO's recovery: cwnd back to before it (release) */
 	if (b->prev_ca_state == TCP_CA_Loss && new_state != TCP_CA_Loss)
 		tcp_snd_cwnd_set(tp, max(tcp_snd_cwnd(tp), b->prior_cwnd));

@@ -96,6 +96,14 @@
 #        rs->lost, the losses since the acked packet was sent, against
 #        rs->tx_in_flight, its flight then; counting from the start of the
 #        round before charges up to two rounds of losses to one flight.
+#   signals_tlp_loss       20 Mbit/s, 20 ms, sender tcp_ecn 0, one
+#        1448-byte write per 400 ms (each packet the whole flight), every
+#        4th full-sized packet dropped on the router, SECS + 2: each drop is
+#        repaired by a tail loss probe (TcpExtTCPLossProbeRecovery, at least
+#        3), which marks nothing lost; Bbrx3LossRounds moves as often, but
+#        for the last (its loss round may be open at the flow's end).  The
+#        release notes such a loss (bbr_run_loss_probe_recovery()
+#        on its kernel's TLP event); a stock kernel shows it only as CWR.
 #   signals_before_init    8 parallel connections (2 s) with bbrx3 the
 #        sender's default congestion control (a socket that starts with it,
 #        as opposed to one switched by setsockopt after connect()): no
@@ -127,6 +135,7 @@ ALL_TESTS="
 	signals_recovery_cwnd
 	signals_random_loss
 	signals_loss_rate
+	signals_tlp_loss
 "
 source "$(dirname "$0")/lib.sh"
 
@@ -600,6 +609,40 @@ signals_loss_rate()
 	check_err $? "Bbrx3InflightHiLoss +$hiloss over $ups probes: a loss rate of 1/$every, under loss_thresh, ended more than a third of them"
 	log_test "a probe judges its losses against its own flight" \
 		"Bbrx3InflightHiLoss +$hiloss over $ups probes in $((try - 1)) flows, every ${every}th packet dropped"
+}
+
+# tcp_counter NAME: the sender's TcpExt counter NAME (nstat's name).
+tcp_counter()
+{
+	ip netns exec "$SND" nstat -asz "$1" | awk -v n="$1" '$1 == n { print $2 }'
+}
+
+signals_tlp_loss()
+{
+	local every=4 r0 l0 tlp=0 rounds=0 ecn0
+
+	# one 1448-byte write per 400 ms: each packet is the whole flight,
+	# and a probe timeout (~1.5 RTT + 200 ms) comes before the next one
+	ecn0=$(ip netns exec "$SND" sysctl -n net.ipv4.tcp_ecn)
+	shape_bottleneck $SIG_RATE "$SIG_BDP" && shape_delay $SIG_RTT "$SIG_BDP" &&
+		shape_drop_every $every full && ns_sysctl "$SND" net.ipv4.tcp_ecn=0
+	check_err $? "cannot set up the tail-loss path"
+	hop_per_packet
+	r0=$(tcp_counter TcpExtTCPLossProbeRecovery)
+	l0=$(bbrx_stat Bbrx3LossRounds "$SND")
+	traced_flow tlp "$((SECS + 2))" -l 1448 -b 28960
+	check_err $? "sparse flow failed"
+	tlp=$(($(tcp_counter TcpExtTCPLossProbeRecovery) - r0))
+	rounds=$(($(bbrx_stat Bbrx3LossRounds "$SND") - l0))
+	shape_clear
+	ns_sysctl "$SND" net.ipv4.tcp_ecn="$ecn0"
+	((tlp >= 3))
+	check_err $? "only $tlp losses repaired by a tail loss probe (TcpExtTCPLossProbeRecovery)"
+	# the last repair's loss round may still be open when the flow ends
+	((rounds >= tlp - 1))
+	check_err $? "Bbrx3LossRounds +$rounds for $tlp losses that tail loss probes repaired"
+	log_test "a loss repaired by a tail loss probe opens a loss round" \
+		"Bbrx3LossRounds +$rounds, TcpExtTCPLossProbeRecovery +$tlp, every ${every}th full-sized packet dropped"
 }
 
 signals_before_init()

@@ -1010,18 +1010,23 @@ shape_policer()
 			action police rate "${1}mbit" burst "$2" conform-exceed drop/pipe
 }
 
-# shape_drop_every N: drop every Nth packet on the router's egress toward
-#   the receiver (act_gact's deterministic mode, in a clsact of its own
-#   beside any root qdisc): a loss rate of exactly 1/N, spread evenly, so
-#   that any flight of F packets loses F/N of them, give or take one.
-#   Counts skbs: pair it with hop_per_packet.  Needs act_gact and
-#   cls_matchall.
+# shape_drop_every N [full]: drop every Nth packet on the router's egress
+#   toward the receiver (act_gact's deterministic mode, in a clsact of its
+#   own beside any root qdisc): a loss rate of exactly 1/N, spread evenly,
+#   so that any flight of F packets loses F/N of them, give or take one.
+#   With "full", only IPv4 packets of 1500 bytes count (full-sized data
+#   segments; handshakes and iperf3's control messages pass).  Counts skbs:
+#   pair it with hop_per_packet.  Needs act_gact and cls_matchall or
+#   cls_u32.
 shape_drop_every()
 {
-	modprobe -a act_gact cls_matchall sch_ingress 2>/dev/null
+	local -a match=(matchall)
+
+	[[ ${2:-} == full ]] && match=(protocol ip u32 match u16 1500 0xffff at 2)
+	modprobe -a act_gact cls_matchall cls_u32 sch_ingress 2>/dev/null
 	tc -n "$RTR" qdisc del dev "$RTR_IF_R" clsact 2>/dev/null
 	tc -n "$RTR" qdisc add dev "$RTR_IF_R" clsact &&
-		tc -n "$RTR" filter add dev "$RTR_IF_R" egress matchall \
+		tc -n "$RTR" filter add dev "$RTR_IF_R" egress "${match[@]}" \
 			action gact pass random determ drop "$1"
 }
 

@@ -339,16 +339,15 @@ LOSS_BUF_BDP=4
 
 loss_recovery()
 {
-	local d_rec gp gp0 retr lo drops pkts rate buf
+	local d_rec gp gp0 retr lo drops pkts rate
 
 	hop_per_packet
-	buf=$((LOSS_BUF_BDP * PATH_BDP))
-	shape_bottleneck "$PATH_RATE" "$buf" 0
+	path_bottleneck "$LOSS_BUF_BDP" 0
 	check_err $? "loss qdisc setup failed"
 	FLOW_SS=0.25 flow_run noloss bbrx "$LOSS_SECS"
 	check_err $? "iperf3 flow without loss did not complete"
 	gp0=$(iperf3_goodput "$TMPD/noloss.json")
-	shape_bottleneck "$PATH_RATE" "$buf" "$LOSS_PCT"
+	path_bottleneck "$LOSS_BUF_BDP" "$LOSS_PCT"
 	check_err $? "loss qdisc setup failed"
 	stat_snap "$TMPD/l0"
 	FLOW_SS=0.25 flow_run loss bbrx "$LOSS_SECS"

@@ -580,7 +580,11 @@ static void b3_block_snap(struct sock *sk, struct bbrx3_block *blk,
 	s->in_flight = min_t(u32, in_flight, U16_MAX);
 }
 
-/* The block at .init: one snapshot of the start, or none (counted). */
+/*
+ * The block at .init: one snapshot of the start, or none (counted).  Its
+ * flight is cwnd, the initial window the first round sends, not the
+ * nothing in flight at .init.
+ */
 static void b3_block_alloc(struct sock *sk, struct bbrx3 *b,
 			   struct bbrx_net *bn)
 {
@@ -592,7 +596,7 @@ static void b3_block_alloc(struct sock *sk, struct bbrx3 *b,
 		return;
 	}
 	bbrx_stat_inc(bn, BBRX3_STAT_BLOCKS);
-	b3_block_snap(sk, b->blk, 0);
+	b3_block_snap(sk, b->blk, tcp_snd_cwnd(tcp_sk(sk)));
 }
 
 /**

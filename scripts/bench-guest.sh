@@ -14,6 +14,7 @@
 #                     (bench-matrix.sh)
 #   BBRX_BENCH_REPS   repetitions per arm (default 3)
 #   BBRX_BENCH_ARMS   only these arms (scripts/bench's ARMS)
+#   BBRX_BENCH_GROUPS only these groups (scripts/bench's BENCH_GROUPS)
 #   BBRX_BENCH_BASE   1: load ./tcp_bbrx3base.ko too (scripts/bench's
 #                     BENCH_BASE), for the bbrx3base arms
 #   BBRX_BENCH_STEP   number of this scenario's first step in the whole run,
@@ -40,6 +41,7 @@ source ./lib_hooks.sh
 BENCH_QUICK=${BBRX_BENCH_QUICK:-0}
 BENCH_REPS=${BBRX_BENCH_REPS:-3}
 BENCH_ARMS=${BBRX_BENCH_ARMS:-}
+BENCH_GROUPS=${BBRX_BENCH_GROUPS:-}
 BENCH_BASE_ARMS=${BBRX_BENCH_BASE:-0}
 # shellcheck source=bench-matrix.sh
 source ./bench-matrix.sh
@@ -187,14 +189,8 @@ setup()
 		hop_per_packet
 		SETUP+=("router htb 20mbit into netem loss, 2 BDP; 20 ms; per-packet hops") ;;
 	policer)
-		# As bbrx3_paths.sh: packets, not 64 KB aggregates, meet the
-		# policer.
-		if ! { shape_policer 20 65536 && shape_delay 40 "$(bdp_bytes 20 40)" &&
-			ip netns exec "$SND" ethtool -K "$SND_IF" tso off gso off >/dev/null; }; then
-			echo "# bench: policer setup failed" >&2
-			return 1
-		fi
-		SETUP+=("router tc police 20mbit burst 64 KB, exceed drop; 40 ms; sender tso/gso off") ;;
+		modprobe -a act_police cls_matchall sch_ingress 2>/dev/null
+		SETUP+=("router tc police 20mbit, exceed drop; sender tso off, gso off but in -gso") ;;
 	ecn)
 		# As bbrx3_ecn.sh: one queue marking above 1 ms, 2 ms RTT
 		# (inside bbrx3_ecn_max_rtt_us), the sender negotiates ECN.
@@ -236,13 +232,39 @@ setup()
 	esac
 }
 
+# group_policer G: the policer path of group G (bench_own_groups): 20
+# Mbit/s policed with a 64 KB or 16 KB bucket, 40 ms (or 20 ms) RTT.  As
+# bbrx3_paths.sh, the sender's TSO and GSO are off, so that packets, not
+# 64 KB aggregates, meet the policer; "-gso" turns GSO back on: the
+# sender's stack then sends 64 KB bursts that its NIC segments.
+group_policer()
+{
+	local g=$1 burst=65536 rtt=40 gso=off
+
+	[[ $g == 16k* ]] && burst=16384
+	[[ $g == *-20ms ]] && rtt=20
+	[[ $g == *-gso ]] && gso=on
+	shape_clear
+	ip netns exec "$SND" ethtool -K "$SND_IF" tso off gso "$gso" >/dev/null &&
+		shape_policer 20 "$burst" && shape_delay "$rtt" "$(bdp_bytes 20 "$rtt")"
+}
+
 # group G: shape the path (or choose the writes) for group G.
 group()
 {
 	local g=$1
 
 	case $SCEN in
-	bottleneck|fair) path_bottleneck "$g" ;;
+	bottleneck) path_bottleneck "$g" ;;
+	fair)
+		# "B-40ms": B BDPs at 40 ms
+		if [[ $g == *-40ms ]]; then
+			PATH_RTT=40 PATH_BDP=$(bdp_bytes "$PATH_RATE" 40) path_bottleneck "${g%-40ms}"
+		else
+			path_bottleneck "$g"
+		fi || { echo "# bench: fair $g: path setup failed" >&2; FAILS=$((FAILS + 1)); } ;;
+	policer) group_policer "$g" ||
+		{ echo "# bench: policer $g: path setup failed" >&2; FAILS=$((FAILS + 1)); } ;;
 	shallow)
 		shape_clear
 		case $g in

@@ -6,8 +6,8 @@
 # guest (scripts/bench-guest.sh, to run them), so both agree on what a step
 # is.  Definitions only: no side effects.
 #
-# Usage: BENCH_QUICK=0|1|2 BENCH_REPS=N [BENCH_ARMS="ARM..."] [BENCH_BASE_ARMS=1]
-#        source bench-matrix.sh
+# Usage: BENCH_QUICK=0|1|2 BENCH_REPS=N [BENCH_ARMS="ARM..."]
+#        [BENCH_GROUPS="GROUP..."] [BENCH_BASE_ARMS=1] source bench-matrix.sh
 #
 # BENCH_QUICK selects the form: 0 the full matrix, 1 the short one (QUICK=1,
 # every scenario with fewer paths and arms), 2 the smoke form of `make check`
@@ -28,6 +28,7 @@
 BENCH_QUICK=${BENCH_QUICK:-0}
 BENCH_REPS=${BENCH_REPS:-3}
 BENCH_ARMS=${BENCH_ARMS:-}	# non-empty: only these arms
+BENCH_GROUPS=${BENCH_GROUPS:-}	# non-empty: only these groups
 BENCH_BASE_ARMS=${BENCH_BASE_ARMS:-0}	# 1: bbrx3base's arms too
 
 # In the order they run; the hook-free scenarios first.
@@ -68,11 +69,11 @@ bench_title()
 	case $1 in
 	bottleneck) echo "router bottleneck 100 Mbit/s, 20 ms RTT" ;;
 	shallow) echo "shallow buffers: 0.25 BDP at 100 Mbit/s 20 ms, 64 KB at 200 Mbit/s 20 ms" ;;
-	policer) echo "20 Mbit/s token-bucket policer (64 KB burst), 40 ms RTT, sender GSO off" ;;
+	policer) echo "20 Mbit/s token-bucket policer, 40 ms RTT, sender GSO off: 64 KB or 16 KB burst, 20 ms RTT, sender GSO on" ;;
 	loss) echo "random loss per packet (0.5% and 2%) at 20 Mbit/s, 20 ms RTT, 2 BDP buffer" ;;
 	ecn) echo "100 Mbit/s into one fq_codel queue marking CE above 1 ms, 2 ms RTT, ECN negotiated" ;;
 	gso2) echo "sender gso_max_segs 2, TSO off, no bottleneck" ;;
-	fair) echo "two flows sharing the router's 100 Mbit/s bottleneck, 20 ms RTT, buffer 1 or 2 BDP" ;;
+	fair) echo "two flows sharing the router's 100 Mbit/s bottleneck, buffer 0.5, 1 or 2 BDP, 20 or 40 ms RTT" ;;
 	fidelity) echo "bbrx against in-tree bbr, alternating: 100 Mbit/s 20 ms at 1 and 0.25 BDP, 64 KB at 200 Mbit/s 20 ms, 20 Mbit/s policer 40 ms" ;;
 	autocork) echo "500-byte writes, TX completions 400 us late (late_completion_setup), no bottleneck" ;;
 	tsq) echo "one flow, tbf 100 Mbit/s on the sender's NIC (late TX completions)" ;;
@@ -81,13 +82,33 @@ bench_title()
 	esac
 }
 
-# bench_groups SCEN
+# bench_groups SCEN: the scenario's groups, those of BENCH_GROUPS only if
+# set.
 bench_groups()
+{
+	local g
+
+	if [[ -n $BENCH_GROUPS ]]; then
+		for g in $(bench_own_groups "$1"); do
+			[[ " $BENCH_GROUPS " == *" $g "* ]] && printf '%s ' "$g"
+		done
+		echo
+		return
+	fi
+	bench_own_groups "$1"
+}
+
+# bench_own_groups SCEN: the groups of the scenario in this form.  fair's
+# and policer's "-NNms" run at that RTT; policer's name is its token
+# bucket, "-gso" with the sender's GSO on (the router still forwards
+# packets); bbrx3's goals (docs/models.md) name these paths.
+bench_own_groups()
 {
 	if ((BENCH_QUICK)); then
 		case $1 in
 		bottleneck|fair) echo "1" ;;
 		shallow) echo "0.25" ;;
+		policer) echo "64k" ;;
 		loss) echo "0.5" ;;
 		# "1" is bottleneck's path, which runs bbr and bbrx in the
 		# same boot.
@@ -102,8 +123,9 @@ bench_groups()
 	case $1 in
 	bottleneck) echo "1 0.25" ;;
 	shallow) echo "0.25 64k" ;;
+	policer) echo "64k 16k 64k-20ms 64k-gso" ;;
 	loss) echo "0.5 2" ;;
-	fair) echo "1 2" ;;
+	fair) echo "0.5 1 2 0.5-40ms 1-40ms 2-40ms" ;;
 	fidelity) echo "1 0.25 64k police" ;;
 	autocork) echo "nodelay nagle" ;;
 	rcvbuf) echo "0 10 25 50 100 250" ;;
@@ -147,7 +169,7 @@ bench_own_arms()
 	# runs fill the per-state table (bbrx3_state traced).
 	if ((BENCH_QUICK == 2)); then
 		case $1 in
-		bottleneck) echo "bbrx bbrx3" ;;
+		bottleneck) echo "bbr bbrx bbrx3" ;;
 		shallow|policer|loss) echo "cubic bbr bbrx3" ;;
 		ecn) echo "bbrx3:bbrx3_ecn=1 bbrx3:bbrx3_ecn=0 cubic" ;;
 		gso2) echo "bbrx:gso_cap=1,extra_acked_gain=0" ;;

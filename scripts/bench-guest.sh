@@ -232,6 +232,13 @@ setup()
 	esac
 }
 
+# group_rtt G DEFAULT: the RTT in ms a group names ("1-40ms": 40), else
+# DEFAULT.
+group_rtt()
+{
+	[[ $1 =~ -([0-9]+)ms ]] && echo "${BASH_REMATCH[1]}" || echo "$2"
+}
+
 # group_policer G: the policer path of group G (bench_own_groups): 20
 # Mbit/s policed with a 64 KB or 16 KB bucket, 40 ms (or 20 ms) RTT.  As
 # bbrx3_paths.sh, the sender's TSO and GSO are off, so that packets, not
@@ -239,10 +246,10 @@ setup()
 # sender's stack then sends 64 KB bursts that its NIC segments.
 group_policer()
 {
-	local g=$1 burst=65536 rtt=40 gso=off
+	local g=$1 burst=65536 rtt gso=off
 
 	[[ $g == 16k* ]] && burst=16384
-	[[ $g == *-20ms ]] && rtt=20
+	rtt=$(group_rtt "$g" 40)
 	[[ $g == *-gso ]] && gso=on
 	shape_clear
 	ip netns exec "$SND" ethtool -K "$SND_IF" tso off gso "$gso" >/dev/null &&
@@ -252,17 +259,15 @@ group_policer()
 # group G: shape the path (or choose the writes) for group G.
 group()
 {
-	local g=$1
+	local g=$1 rtt
 
 	case $SCEN in
 	bottleneck) path_bottleneck "$g" ;;
 	fair)
-		# "B-40ms": B BDPs at 40 ms
-		if [[ $g == *-40ms ]]; then
-			PATH_RTT=40 PATH_BDP=$(bdp_bytes "$PATH_RATE" 40) path_bottleneck "${g%-40ms}"
-		else
-			path_bottleneck "$g"
-		fi || { echo "# bench: fair $g: path setup failed" >&2; FAILS=$((FAILS + 1)); } ;;
+		# "B-NNms": B BDPs of an NN ms path
+		rtt=$(group_rtt "$g" "$PATH_RTT")
+		PATH_RTT=$rtt PATH_BDP=$(bdp_bytes "$PATH_RATE" "$rtt") path_bottleneck "${g%%-*}" ||
+			{ echo "# bench: fair $g: path setup failed" >&2; FAILS=$((FAILS + 1)); } ;;
 	policer) group_policer "$g" ||
 		{ echo "# bench: policer $g: path setup failed" >&2; FAILS=$((FAILS + 1)); } ;;
 	shallow)
@@ -283,10 +288,7 @@ group()
 		shape_clear
 		case $g in
 		64k) shape_bottleneck 200 65536 && shape_delay 20 "$(bdp_bytes 200 20)" ;;
-		police)
-			shape_policer 20 65536 && shape_delay 40 "$(bdp_bytes 20 40)" &&
-				ip netns exec "$SND" ethtool -K "$SND_IF" tso off gso off >/dev/null
-			;;
+		police) group_policer 64k ;;
 		*) path_bottleneck "$g" ;;
 		esac || { echo "# bench: fidelity $g: path setup failed" >&2; FAILS=$((FAILS + 1)); } ;;
 	autocork)

@@ -366,16 +366,32 @@ sysctl_write_err()
 	fi
 }
 
+# The /proc/net/bbrx_stat counters that move only when a hook acts.
+HOOK_COUNTERS_RE='^(AutocorkCorked|AutocorkDeclined|TsqThrottled|TsqSingleSkb|TsqWithheld|RcvbufSized|RcvbufGrown|DelackPushMarked|DelackPushSuppressed)$'
+
 # hooks_counters_sum NS: sum of the hook counters of the netns (one read).
 hooks_counters_sum()
 {
-	bbrx_stat_all "$1" | awk '{
+	bbrx_stat_all "$1" | awk -v re="$HOOK_COUNTERS_RE" '{
 		for (i = 1; i <= NF; i++) {
 			split($i, p, "=")
-			if (p[1] ~ /^(AutocorkCorked|AutocorkDeclined|TsqThrottled|TsqSingleSkb|TsqWithheld|RcvbufSized|RcvbufGrown|DelackPushMarked|DelackPushSuppressed)$/)
+			if (p[1] ~ re)
 				s += p[2]
 		}
 	} END { print s + 0 }'
+}
+
+# hooks_counters_list NS: "Name=value ..." of the netns' non-zero hook
+# counters, or "none".
+hooks_counters_list()
+{
+	bbrx_stat_all "$1" | awk -v re="$HOOK_COUNTERS_RE" '{
+		for (i = 1; i <= NF; i++) {
+			split($i, p, "=")
+			if (p[1] ~ re && p[2] != 0)
+				s = s (s == "" ? "" : " ") $i
+		}
+	} END { print (s == "" ? "none" : s) }'
 }
 
 # flow_batch_run NS PIDFILE OUT CMD...: run CMD (timeout ... iperf3 -J)

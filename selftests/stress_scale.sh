@@ -11,9 +11,14 @@
 #
 # iperf3 caps -P at 128, so the flows are split over several client
 # processes (at most 125 streams each, -C bbrx, 16 KiB writes), each with
-# its own server in the receiver netns.  Each flow is paced by the kernel
-# at BBRX_STRESS_TOTAL_MBIT (40) / flows (--fq-rate, SO_MAX_PACING_RATE,
-# which bbrx honours): under TCG, 1000 unpaced flows (bbrx, bbr and cubic
+# its own server in the receiver netns.  Each flow is paced by the
+# sender's fq qdisc at BBRX_STRESS_TOTAL_MBIT (40) / flows (--fq-rate,
+# SO_MAX_PACING_RATE, which bbrx honours).  fq, not TCP's own pacing
+# timer, so that each flow's next packets wait in the qdisc, still
+# charged to the socket: that is the state in which the send hooks act
+# (autocork corks a partial tail, TSQ throttles).  With TCP's pacing
+# timer a packet left the sender at once and the send counters moved by
+# 0-46 in 15 s, too few to assert.  Under TCG, 1000 unpaced flows (bbrx, bbr and cubic
 # alike, with or without a 100 Mbit/s router bottleneck) left the clients
 # still connecting starved; iperf3 -b instead made the 8 clients spin in
 # user space.  Even paced, setting up 1000 connections takes 45-120 s of
@@ -212,6 +217,8 @@ measure()
 	  bbrx_sysctl_set "$RCV" scope 1 &&
 	  bbrx_sysctl_set "$RCV" rcvbuf 1 &&
 	  bbrx_sysctl_set "$RCV" delack 1; } || SETUP_ERR+=" policy sysctls failed;"
+	tc -n "$SND" qdisc replace dev "$SND_IF" root fq ||
+		SETUP_ERR+=" fq on $SND_IF;"
 	servers_start || SETUP_ERR+=" servers;"
 
 	# Positive control: a new netns makes bbrx allocate.
@@ -282,6 +289,7 @@ measure()
 	SOCK_INIT=$(( ${si1:-0} - ${si0:-0} ))
 	HS1=$(hooks_counters_sum "$SND")
 	HR1=$(hooks_counters_sum "$RCV")
+	HOOK_COUNTERS="sender: $(hooks_counters_list "$SND"); receiver: $(hooks_counters_list "$RCV")"
 	report
 }
 
@@ -298,6 +306,7 @@ report()
 	read -r RCV_DATA RCV_MB < <(awk '{ n += $2; b += $3 }
 		END { printf "%d %.1f\n", n, b / 1e6 }' "$TMPD/clients.data")
 	echo "# $FLOWS bbrx flows ($NPROC iperf3 clients, ${SECS}s, -l 16K, paced at ${RATE_K} kbit/s each) over $SND_IF -> router -> veth; connections established after ${SETUP_SECS}s, $MAX_EST bbrx sockets established then; then ${SECS}s together; $RCV_MB MB received in all"
+	echo "# hook counters at the end (0 before): $HOOK_COUNTERS"
 	echo "# memory while they run, minus before: Slab $slab KiB, Percpu $pcpu KiB, TCP mem (sockstat) $((tcpm * 4)) KiB; established sockets: sender $sin, receiver $rin"
 	echo "# memory per flow (two sockets and the data in flight): Slab $(calc "$slab / $FLOWS") KiB, Percpu $(calc "$pcpu * 1024 / $FLOWS") B, TCP mem $(calc "$tcpm * 4 / $FLOWS") KiB; $kib_flow KiB in all"
 	echo "# allocations from tcp_bbrx ($BBRX_IMAGE): control (netns add/del) kmalloc/kmem_cache $CTRL_KM, percpu $CTRL_PC; connection setup $SETUP_KM, $SETUP_PC; while the flows ran $RUN_KM, $RUN_PC over $ACKS ACKs = $(calc "($RUN_KM + $RUN_PC) / ($ACKS > 0 ? $ACKS : 1)") per ACK"
@@ -384,6 +393,7 @@ require_bbrx
 all_hooks_read
 # shellcheck disable=SC2086  # a list of hook names
 require_hooks $ALL_HOOKS
+require_qdisc fq
 require_topo
 SETUP_ERR=
 : >"$TMPD/clients.rc"

@@ -20,7 +20,7 @@
 struct seq_file;
 
 /* Also PACKAGE_VERSION in dkms.conf; the Makefile checks they agree. */
-#define BBRX_VERSION "0.2.0"
+#define BBRX_VERSION "0.3.0"
 
 /* Counters of /proc/net/bbrx_stat, in file order (names in stats.c). */
 enum bbrx_stat_item {

@@ -7,7 +7,7 @@
 #
 # The file name carries debian/control's Architecture: "all", or the one
 # architecture (or the build machine's, of several) the package is for
-# (tcp-bbrx-dkms_0.2.0_amd64.deb). dpkg-buildpackage builds an
+# (tcp-bbrx-dkms_0.3.0_amd64.deb). dpkg-buildpackage builds an
 # architecture-specific package for the machine it runs on, so a machine
 # of another architecture is refused.
 set -euo pipefail

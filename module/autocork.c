@@ -32,6 +32,7 @@
 #include "bbrx.h"
 #include "bbrx_trace.h"
 #include "compat.h"
+#include "hook.h"
 #include "verify.h"
 
 /* Not exported; resolved at load and called with tcp_push()'s arguments. */
@@ -45,11 +46,11 @@ static unsigned long bbrx_push_pending_addr;
  *
  * Return: true when the netns policy is not 0 and @sk is in scope.
  */
-bool bbrx_autocork_wants(struct sock *sk)
+static bool bbrx_autocork_wants(struct sock *sk)
 {
 	struct bbrx_net *bn = bbrx_pernet(sock_net(sk));
 
-	return READ_ONCE(bn->autocork) != BBRX_POLICY_KERNEL &&
+	return bbrx_policy(bn, BBRX_POL_AUTOCORK) != BBRX_POLICY_KERNEL &&
 	       bbrx_sk_in_scope(sk, bn);
 }
 
@@ -76,8 +77,8 @@ static bool bbrx_autocork_rule(struct sock *sk, struct sk_buff *skb, int policy)
  *
  * Same ABI and effects as the kernel's tcp_push() except the corking rule.
  */
-void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
-			    int nonagle, int size_goal)
+static void bbrx_autocork_tcp_push(struct sock *sk, int flags,
+				   int mss_now, int nonagle, int size_goal)
 {
 	struct bbrx_net *bn = bbrx_pernet(sock_net(sk));
 	struct tcp_sock *tp = tcp_sk(sk);
@@ -105,12 +106,12 @@ void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
 	if (cork) {
 		bool kernel_corks = !tcp_rtx_queue_empty(sk);
 
-		policy = READ_ONCE(bn->autocork);
+		policy = bbrx_policy(bn, BBRX_POL_AUTOCORK);
 		cork = bbrx_autocork_rule(sk, skb, policy);
 		if (kernel_corks && !cork) {
 			bbrx_stat_inc(bn, BBRX_STAT_AUTOCORK_DECLINED);
 			if (trace_bbrx_autocork_enabled())
-				bbrx_trace_hook(sk, BBRX_HOOK_AUTOCORK, policy,
+				bbrx_trace_hook(sk, BBRX_POL_AUTOCORK, policy,
 						BBRX_TRACE_DECLINED, skb->len);
 		}
 	}
@@ -126,7 +127,7 @@ void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
 		if (refcount_read(&sk->sk_wmem_alloc) > skb->truesize) {
 			bbrx_stat_inc(bn, BBRX_STAT_AUTOCORK_CORKED);
 			if (trace_bbrx_autocork_enabled())
-				bbrx_trace_hook(sk, BBRX_HOOK_AUTOCORK, policy,
+				bbrx_trace_hook(sk, BBRX_POL_AUTOCORK, policy,
 						BBRX_TRACE_CORKED, skb->len);
 			return;
 		}
@@ -462,7 +463,8 @@ int bbrx_autocork_body(const u8 *text, size_t size, unsigned long addr,
  *
  * Return: 0 if the hook may be installed, -ENOEXEC or -ENOENT otherwise.
  */
-int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len)
+static int bbrx_autocork_verify(unsigned long addr, char *reason,
+				size_t len)
 {
 	struct bbrx_autocork_shape sh;
 	struct bbrx_autocork_found found;
@@ -503,3 +505,11 @@ int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len)
 	bbrx_push_pending_frames = (void *)bbrx_push_pending_addr;
 	return 0;
 }
+
+struct bbrx_hook bbrx_hook_autocork = {
+	.symbol = "tcp_push",
+	.kind = BBRX_HOOK_REDIRECT,
+	.verify = bbrx_autocork_verify,
+	.wants = bbrx_autocork_wants,
+	.redirect = bbrx_autocork_tcp_push,
+};

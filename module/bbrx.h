@@ -17,8 +17,6 @@
 
 #include "uapi/bbrx.h"
 
-struct seq_file;
-
 /* Also PACKAGE_VERSION in dkms.conf; the Makefile checks they agree. */
 #define BBRX_VERSION "0.3.0"
 
@@ -32,16 +30,9 @@ enum bbrx_stat_item {
 	BBRX_STAT_LOSS_ENTER,		/* RTO loss state entered */
 	BBRX_STAT_UNDO,			/* spurious loss episode undone */
 	BBRX_STAT_APP_LIMITED,		/* app-limited bw samples */
-	BBRX_STAT_AUTOCORK_CORKED,	/* tcp_push corked by the policy */
-	BBRX_STAT_AUTOCORK_DECLINED,	/* 6.1 would cork, policy did not */
-	BBRX_STAT_TSQ_THROTTLED,	/* TSQ throttled the socket */
-	BBRX_STAT_TSQ_SINGLE_SKB,	/* sent: rtx queue held one skb */
-	BBRX_STAT_TSQ_WITHHELD,		/* single-skb shortcut refused */
-	BBRX_STAT_RCVBUF_SIZED,		/* sk_rcvbuf raised at establishment */
-	BBRX_STAT_RCVBUF_GROWN,		/* growth re-sized with per_mss */
-	BBRX_STAT_RCVBUF_GROWN_OFO,	/* of those: out-of-order data (7.x) */
-	BBRX_STAT_DELACK_PUSH_MARKED,	/* >= rcv_mss PSH marked (policy 1) */
-	BBRX_STAT_DELACK_PUSH_SUPPRESSED, /* >= rcv_mss PSH: no PUSHED mark */
+	/* the hooks' counters (bbrx_hooks.h) */
+#define BBRX_HOOK_STAT(id, name) BBRX_STAT_##id,
+#include "bbrx_hooks.h"
 	BBRX_STAT_LT_BW_USED,		/* policer found: pacing at lt_bw */
 	BBRX_STAT_PROBE_RTT_IDLE_EXIT,	/* PROBE_RTT ended on restart from idle */
 	BBRX_STAT_IDLE_RESTART,		/* sending restarted after idle */
@@ -76,6 +67,13 @@ struct bbrx_stats {
 	struct rcu_head rcu;
 };
 
+/* The hook policies (bbrx_hooks.h), their slots in bbrx_net's policy[]. */
+enum bbrx_policy_id {
+#define BBRX_POLICY(id, name, max) BBRX_POL_##id,
+#include "bbrx_hooks.h"
+	BBRX_POL_MAX
+};
+
 /*
  * Per-netns settings, written through net.ipv4.bbrx.* (module/sysctl.c has
  * the units, ranges and defaults). Readers on the fast path use READ_ONCE().
@@ -101,10 +99,7 @@ struct bbrx_net {
 	int bbrx3_ecn_thresh;	/* per-mille of delivered CE-marked */
 	int bbrx3_ecn_max_rtt_us; /* ECN only at min_rtt <= this, 0 any */
 	int bbrx3_probe_rtt_win_ms; /* PROBE_RTT interval, ms */
-	int autocork;		/* enum bbrx_policy, 3 = never cork */
-	int tsq;		/* enum bbrx_policy */
-	int rcvbuf;		/* 0 kernel, 1 per_mss */
-	int delack;		/* enum bbrx_policy */
+	int policy[BBRX_POL_MAX]; /* by enum bbrx_policy_id: enum bbrx_policy */
 	bool dying;		/* pre_exit ran: policies stay 0 (hook lock) */
 
 	struct bbrx_stats __rcu *stats;
@@ -117,6 +112,20 @@ extern unsigned int bbrx_net_id;
 static inline struct bbrx_net *bbrx_pernet(const struct net *net)
 {
 	return net_generic(net, bbrx_net_id);
+}
+
+/**
+ * bbrx_policy() - a netns' value of a hook policy
+ * @bn: the netns' settings
+ * @id: the policy
+ *
+ * Return: its net.ipv4.bbrx.<policy> value, enum bbrx_policy (0 the
+ * kernel's rule), read once.
+ */
+static inline int bbrx_policy(const struct bbrx_net *bn,
+			      enum bbrx_policy_id id)
+{
+	return READ_ONCE(bn->policy[id]);
 }
 
 /* The settings of a socket's netns. */
@@ -189,21 +198,6 @@ static inline u32 bbrx_gain(int permille)
 {
 	return DIV_ROUND_CLOSEST((u32)permille << BBRX_GAIN_SCALE, 1000);
 }
-
-/*
- * Hook decisions as the hook trace events report them (module/bbrx_trace.h);
- * each is counted by the /proc/net/bbrx_stat counter of the same name.
- */
-enum bbrx_trace_decision {
-	BBRX_TRACE_CORKED,		/* autocork: tail skb left queued */
-	BBRX_TRACE_DECLINED,		/* autocork: kernel corks, policy sends */
-	BBRX_TRACE_SINGLE_SKB,		/* TSQ: sent, rtx queue held one skb */
-	BBRX_TRACE_WITHHELD,		/* TSQ: single-skb shortcut refused */
-	BBRX_TRACE_SIZED,		/* rcvbuf: raised at establishment */
-	BBRX_TRACE_GROWN,		/* rcvbuf: grown by the per_mss rule */
-	BBRX_TRACE_PUSH_MARKED,		/* delack: PSH >= rcv_mss marked */
-	BBRX_TRACE_PUSH_SUPPRESSED,	/* delack: left to the timer (pre) */
-};
 
 /*
  * One packet-timed round of a model, for the bbrx_round and bbrx3_round
@@ -315,7 +309,7 @@ u32 bbrx_extra_acked_cwnd(const struct bbrx_extra_acked *ea, u32 bw, u32 gain);
 
 /* Hooks, in the order of the hook table (hook.c; the list: bbrx_hooks.h). */
 enum bbrx_hook_id {
-#define BBRX_HOOK(id, name) BBRX_HOOK_##id,
+#define BBRX_HOOK(id, name, pol) BBRX_HOOK_##id,
 #include "bbrx_hooks.h"
 	BBRX_HOOK_MAX
 };
@@ -328,7 +322,7 @@ void bbrx_hooks_net_exit(struct net *net);
 
 /* hook.c; bbrx_trace_hook() is trace.c's */
 bool bbrx_hook_installed(enum bbrx_hook_id id);
-void bbrx_trace_hook(const struct sock *sk, enum bbrx_hook_id hook,
+void bbrx_trace_hook(const struct sock *sk, enum bbrx_policy_id id,
 		     int policy, int decision, u32 value);
 const char *bbrx_hook_name(enum bbrx_hook_id id);
 void bbrx_hook_lock(void);
@@ -359,11 +353,7 @@ static inline bool bbrx_sk_in_scope(const struct sock *sk,
 	return ops == &bbrx_cong_ops || ops == &bbrx3_cong_ops;
 }
 
-/* autocork.c */
-bool bbrx_autocork_wants(struct sock *sk);
-void bbrx_autocork_tcp_push(struct sock *sk, int flags, int mss_now,
-			    int nonagle, int size_goal);
-int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len);
+/* autocork.c: its verifier's parts, for verify_selftest.c */
 /* The fields of sk (and tcp_sock) bbrx's tcp_push uses. */
 enum {
 	BBRX_AC_SK_TAIL, BBRX_AC_SK_QUEUE, BBRX_AC_SK_NET, BBRX_AC_SK_RTX,
@@ -397,11 +387,7 @@ int bbrx_autocork_body(const u8 *text, size_t size, unsigned long addr,
 		       unsigned long push, const struct bbrx_autocork_shape *sh,
 		       struct bbrx_autocork_found *found, char *reason, size_t len);
 
-/* tsq.c */
-bool bbrx_tsq_wants(struct sock *sk);
-bool bbrx_tsq_small_queue_check(struct sock *sk, unsigned int truesize,
-				unsigned int factor);
-int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len);
+/* tsq.c: its verifier's parts, for verify_selftest.c */
 int bbrx_tsq_prologue(const u8 *text, size_t size, size_t start, u32 off,
 		      char *reason, size_t len);
 /* The prologue is followed this far; a copy of it has an insn to spare. */
@@ -411,16 +397,7 @@ int bbrx_tsq_prologue(const u8 *text, size_t size, size_t start, u32 off,
 /* verify_selftest.c */
 void bbrx_verify_selftest(void);
 
-/* rcvbuf.c */
-void bbrx_rcvbuf_init_transfer(struct sock *sk);
-void bbrx_rcvbuf_show(struct seq_file *seq);
-bool bbrx_rcvbuf_grow_wants(struct sock *sk);
-#ifdef BBRX_HAVE_TCP_RCVBUF_GROW
-void bbrx_rcvbuf_grow(struct sock *sk, u32 newval);
-#else
-void bbrx_rcvbuf_grow(struct sock *sk);
-#endif
-int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len);
+/* rcvbuf.c: its verifier's parts, for verify_selftest.c */
 /* What bbrx_rcvbuf_init_transfer() relies on tcp_init_transfer() to do. */
 enum bbrx_rb_fact {
 	RB_RCVBUF_RD, RB_CLAMP_WR, RB_SSTHRESH_WR, RB_SPACE_WR, RB_FACTS
@@ -428,12 +405,8 @@ enum bbrx_rb_fact {
 
 int bbrx_rcvbuf_body(const u8 *text, size_t size, unsigned long addr,
 		     u32 rcvbuf, long *at, char *reason, size_t len);
-int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len);
 
-/* delack.c */
-struct kprobe;
-extern struct kprobe bbrx_delack_kp;
-int bbrx_delack_verify(unsigned long addr, char *reason, size_t len);
+/* delack.c: its verifier's parts, for verify_selftest.c */
 /* Where bbrx_delack_find() found the PUSHED mark and its PSH branch. */
 struct bbrx_delack_site {
 	long orb, test, branch;		/* offsets, bytes */

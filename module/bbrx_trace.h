@@ -7,7 +7,8 @@
  *   bbrx3_round   the v3 model (cc_bbrx3.c)
  * Per change of state per flow:
  *   bbrx3_state   mode, PROBE_BW phase or loss recovery (cc_bbrx3.c)
- * Per hook decision, one event per hook:
+ * Per hook decision, one event per hook policy (bbrx_hooks.h; trace.c
+ * calls each as bbrx_<policy>):
  *   bbrx_autocork corked / declined         (autocork.c)
  *   bbrx_tsq      single_skb / withheld     (tsq.c)
  *   bbrx_rcvbuf   sized / grown             (rcvbuf.c)
@@ -19,6 +20,25 @@
  * tracepoint jump labels); the callers also fill their arguments only
  * under trace_*_enabled(), so a disabled event costs no loads either.
  */
+#ifndef _BBRX_TRACE_DECISION_H
+#define _BBRX_TRACE_DECISION_H
+/*
+ * Hook decisions as the hook events below report them (decision=NAME,
+ * bbrx_hook_class); each is counted by the /proc/net/bbrx_stat counter of
+ * the same name. Outside the multi-read part: defined once.
+ */
+enum bbrx_trace_decision {
+	BBRX_TRACE_CORKED,		/* autocork: tail skb left queued */
+	BBRX_TRACE_DECLINED,		/* autocork: kernel corks, policy sends */
+	BBRX_TRACE_SINGLE_SKB,		/* TSQ: sent, rtx queue held one skb */
+	BBRX_TRACE_WITHHELD,		/* TSQ: single-skb shortcut refused */
+	BBRX_TRACE_SIZED,		/* rcvbuf: raised at establishment */
+	BBRX_TRACE_GROWN,		/* rcvbuf: grown by the per_mss rule */
+	BBRX_TRACE_PUSH_MARKED,		/* delack: PSH >= rcv_mss marked */
+	BBRX_TRACE_PUSH_SUPPRESSED,	/* delack: left to the timer (pre) */
+};
+#endif /* _BBRX_TRACE_DECISION_H */
+
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM bbrx
 

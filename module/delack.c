@@ -37,7 +37,10 @@
 
 #include "bbrx.h"
 #include "bbrx_trace.h"
+#include "hook.h"
 #include "verify.h"
+
+static struct kprobe bbrx_delack_kp;
 
 /* Candidate "test the flags, branch" pairs kept while walking. */
 #define BBRX_DELACK_TESTS	8
@@ -219,7 +222,7 @@ int bbrx_delack_find(const u8 *text, size_t size, u32 pend,
  * Return: 0, or -ENOEXEC (-ENOENT without the kernel's decoder or the
  * function's size) with @reason when any of these is missing or ambiguous.
  */
-int bbrx_delack_verify(unsigned long addr, char *reason, size_t len)
+static int bbrx_delack_verify(unsigned long addr, char *reason, size_t len)
 {
 	size_t size = bbrx_hook_func_size(addr);
 	struct bbrx_delack_site site;
@@ -269,21 +272,21 @@ static int bbrx_delack_pre(struct kprobe *p, struct pt_regs *regs)
 {
 	struct sock *sk = bbrx_delack_sk(regs);
 	struct bbrx_net *bn = bbrx_pernet(sock_net(sk));
-	int policy = READ_ONCE(bn->delack);
+	int policy = bbrx_policy(bn, BBRX_POL_DELACK);
 
 	if (policy == BBRX_POLICY_KERNEL || !bbrx_sk_in_scope(sk, bn))
 		return 0;
 	if (policy == BBRX_POLICY_POST) {
 		bbrx_stat_inc(bn, BBRX_STAT_DELACK_PUSH_MARKED);
 		if (trace_bbrx_delack_enabled())
-			bbrx_trace_hook(sk, BBRX_HOOK_DELACK, policy,
+			bbrx_trace_hook(sk, BBRX_POL_DELACK, policy,
 					BBRX_TRACE_PUSH_MARKED,
 					inet_csk(sk)->icsk_ack.rcv_mss);
 		return 0;
 	}
 	bbrx_stat_inc(bn, BBRX_STAT_DELACK_PUSH_SUPPRESSED);
 	if (trace_bbrx_delack_enabled())
-		bbrx_trace_hook(sk, BBRX_HOOK_DELACK, policy,
+		bbrx_trace_hook(sk, BBRX_POL_DELACK, policy,
 				BBRX_TRACE_PUSH_SUPPRESSED,
 				inet_csk(sk)->icsk_ack.rcv_mss);
 	instruction_pointer_set(regs, (unsigned long)p->addr + bbrx_delack_len);
@@ -299,7 +302,18 @@ static void bbrx_delack_post(struct kprobe *p, struct pt_regs *regs,
 {
 }
 
-struct kprobe bbrx_delack_kp = {
+static struct kprobe bbrx_delack_kp = {
 	.pre_handler = bbrx_delack_pre,
 	.post_handler = bbrx_delack_post,
+};
+
+struct bbrx_hook bbrx_hook_delack = {
+	/* out of line in 6.12; inlined into its caller in 6.1 */
+	.symbol = "tcp_measure_rcv_mss",
+	.inlined_into = "tcp_event_data_recv",
+	.kind = BBRX_HOOK_KPROBE,
+	.verify = bbrx_delack_verify,
+	.kp = &bbrx_delack_kp,
+	/* an int3 per >= MSS PSH segment host-wide: not at policy 0 */
+	.lazy = true,
 };

@@ -2,10 +2,12 @@
 /*
  * bbrx hook framework: hooks declared as data, verified, then installed.
  *
- * Each hook is one row of bbrx_hooks[]: the kernel function it acts on (by
- * exact symbol name), a verifier that checks the shape the handler depends
- * on (calling convention, instruction bytes, struct offsets), and one of
- * three mechanisms, the least invasive that does the job:
+ * Each hook is one row, struct bbrx_hook bbrx_hook_NAME in its own file
+ * (the list: bbrx_hooks.h; bbrx_hooks[] points to them): the kernel
+ * function it acts on (by exact symbol name), a verifier that checks the
+ * shape the handler depends on (calling convention, instruction bytes,
+ * struct offsets), and one of three mechanisms, the least invasive that
+ * does the job:
  *
  *   REDIRECT   ftrace IPMODIFY redirect to our replacement (the mechanism
  *              livepatch uses), when a "wants" test on the socket says so
@@ -52,56 +54,21 @@
 #include "hook.h"
 #include "verify.h"
 
-struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX] = {
-	[BBRX_HOOK_AUTOCORK] = {
-		.symbol = "tcp_push",
-		.kind = BBRX_HOOK_REDIRECT,
-		.verify = bbrx_autocork_verify,
-		.wants = bbrx_autocork_wants,
-		.redirect = bbrx_autocork_tcp_push,
-	},
-	[BBRX_HOOK_TSQ] = {
-		.symbol = "tcp_small_queue_check.isra.0",
-		.kind = BBRX_HOOK_REDIRECT,
-		.verify = bbrx_tsq_verify,
-		.wants = bbrx_tsq_wants,
-		.redirect = bbrx_tsq_small_queue_check,
-	},
-	[BBRX_HOOK_RCVBUF] = {
-		.symbol = "tcp_init_transfer",
-		.kind = BBRX_HOOK_ENTRY,
-		.verify = bbrx_rcvbuf_verify,
-		.entry = bbrx_rcvbuf_init_transfer,
-		.show = bbrx_rcvbuf_show,
-	},
-	[BBRX_HOOK_RCVBUF_GROW] = {
-		.symbol = BBRX_RCVBUF_GROW_SYMBOL,
-		.kind = BBRX_HOOK_REDIRECT,
-		.verify = bbrx_rcvbuf_grow_verify,
-		.wants = bbrx_rcvbuf_grow_wants,
-		.redirect = bbrx_rcvbuf_grow,
-	},
-	[BBRX_HOOK_DELACK] = {
-		/* out of line in 6.12; inlined into its caller in 6.1 */
-		.symbol = "tcp_measure_rcv_mss",
-		.inlined_into = "tcp_event_data_recv",
-		.kind = BBRX_HOOK_KPROBE,
-		.verify = bbrx_delack_verify,
-		.kp = &bbrx_delack_kp,
-		/* an int3 per >= MSS PSH segment host-wide: not at policy 0 */
-		.lazy = true,
-	},
+/* The rows, each defined in its hook's own file. */
+struct bbrx_hook *const bbrx_hooks[BBRX_HOOK_MAX] = {
+#define BBRX_HOOK(id, name, pol) (&bbrx_hook_##name),
+#include "bbrx_hooks.h"
 };
 
 /* Each hook's name in the status file and the module parameters. */
 static const char * const bbrx_hook_names[BBRX_HOOK_MAX] = {
-#define BBRX_HOOK(id, name) name,
+#define BBRX_HOOK(id, name, pol) (#name),
 #include "bbrx_hooks.h"
 };
 
 /* "autocork, tsq, ..., delack, ": the hook names, for an error message. */
 static const char bbrx_hooks_known[] = {
-#define BBRX_HOOK(id, name) name ", "
+#define BBRX_HOOK(id, name, pol) #name ", "
 #include "bbrx_hooks.h"
 };
 
@@ -113,7 +80,12 @@ static const char bbrx_hooks_known[] = {
  */
 const char *bbrx_hook_str(const struct bbrx_hook *h)
 {
-	return bbrx_hook_names[h - bbrx_hooks];
+	int i;
+
+	for (i = 0; i < BBRX_HOOK_MAX; i++)
+		if (bbrx_hooks[i] == h)
+			break;
+	return i < BBRX_HOOK_MAX ? bbrx_hook_names[i] : "?";
 }
 
 /*
@@ -291,7 +263,7 @@ const char *bbrx_hook_inactive(const struct bbrx_hook *h)
  */
 bool bbrx_hook_installed(enum bbrx_hook_id id)
 {
-	const struct bbrx_hook *h = &bbrx_hooks[id];
+	const struct bbrx_hook *h = bbrx_hooks[id];
 
 	lockdep_assert_held(&bbrx_hook_mutex);
 
@@ -371,7 +343,7 @@ int bbrx_hook_users(unsigned long mask, int delta)
 
 	lockdep_assert_held(&bbrx_hook_mutex);
 	for_each_set_bit(id, &mask, BBRX_HOOK_MAX) {
-		struct bbrx_hook *h = &bbrx_hooks[id];
+		struct bbrx_hook *h = bbrx_hooks[id];
 		bool lazy = h->lazy && h->state == BBRX_HOOK_INSTALLED;
 
 		/*

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The hook table's rows, shared by hook.c (the table, its parameters and
- * the arming of lazy hooks) and hook_install.c (install, removal and the
- * status file). Internal to those two files.
+ * A hook's row: each hook's own file defines it as struct bbrx_hook
+ * bbrx_hook_NAME (NAME as in bbrx_hooks.h) with what the hook is, the
+ * first block of fields below; hook.c (the table, its parameters and the
+ * arming of lazy hooks) and hook_install.c (install, removal and the
+ * status file) keep the rest. Included by those and the hook files only.
  */
 #ifndef _BBRX_HOOK_H
 #define _BBRX_HOOK_H
@@ -47,7 +49,14 @@ struct bbrx_hook {
 	char reason[160];	/* a refusal may quote an instruction */
 };
 
-extern struct bbrx_hook bbrx_hooks[BBRX_HOOK_MAX];
+/*
+ * The rows, bbrx_hook_NAME each (one declaration: the list is declarators),
+ * and the table of pointers to them by enum bbrx_hook_id (hook.c).
+ */
+extern struct bbrx_hook
+#define BBRX_HOOK(id, name, pol) bbrx_hook_##name,
+#include "bbrx_hooks.h"
+	*const bbrx_hooks[BBRX_HOOK_MAX];
 /* BIT(hook id) of the disable= and fault_calls= module parameters */
 extern unsigned long bbrx_disable_mask;
 extern unsigned long bbrx_fault_calls_mask;

@@ -197,7 +197,7 @@ int bbrx_hooks_install(void)
 		bbrx_hook_switches_init();
 	bbrx_verify_selftest();
 	for (i = 0; i < BBRX_HOOK_MAX; i++)
-		bbrx_hook_install(&bbrx_hooks[i], i);
+		bbrx_hook_install(bbrx_hooks[i], i);
 	return 0;
 }
 
@@ -212,7 +212,7 @@ void bbrx_hooks_remove(void)
 	int i;
 
 	for (i = 0; i < BBRX_HOOK_MAX; i++) {
-		struct bbrx_hook *h = &bbrx_hooks[i];
+		struct bbrx_hook *h = bbrx_hooks[i];
 
 		if (h->state != BBRX_HOOK_INSTALLED)
 			continue;
@@ -245,7 +245,7 @@ static int bbrx_hooks_show(struct seq_file *seq, void *v)
 	/* users and the kprobe's arming change together under the lock */
 	bbrx_hook_lock();
 	for (i = 0; i < BBRX_HOOK_MAX; i++) {
-		const struct bbrx_hook *h = &bbrx_hooks[i];
+		const struct bbrx_hook *h = bbrx_hooks[i];
 		enum bbrx_hook_state state = READ_ONCE(h->state);
 		const char *why = NULL;
 

@@ -47,6 +47,7 @@
 #include "bbrx.h"
 #include "bbrx_trace.h"
 #include "compat.h"
+#include "hook.h"
 #include "verify.h"
 
 /* The proposal's initial receive window, segments. */
@@ -55,7 +56,7 @@
 
 static bool bbrx_rcvbuf_acts(struct sock *sk, struct bbrx_net *bn)
 {
-	return READ_ONCE(bn->rcvbuf) != BBRX_POLICY_KERNEL &&
+	return bbrx_policy(bn, BBRX_POL_RCVBUF) != BBRX_POLICY_KERNEL &&
 	       !(sk->sk_userlocks & SOCK_RCVBUF_LOCK) &&
 	       bbrx_sk_in_scope(sk, bn);
 }
@@ -78,7 +79,7 @@ static u32 bbrx_rcvbuf_per_mss(u32 mss)
  * cloud: per_mss 4352 instead of 2304 for MSS 1448), so users and tests
  * read them here rather than assuming one build's values.
  */
-void bbrx_rcvbuf_show(struct seq_file *seq)
+static void bbrx_rcvbuf_show(struct seq_file *seq)
 {
 	seq_printf(seq, " per_mss=pow2(mss+%zu)+%zu",
 		   (size_t)MAX_TCP_HEADER +
@@ -100,7 +101,7 @@ static u32 bbrx_rcvbuf_mss(const struct tcp_sock *tp)
  * rcv_ssthresh from the larger buffer. The window scale and the initial
  * window were fixed at SYN time and do not change.
  */
-void bbrx_rcvbuf_init_transfer(struct sock *sk)
+static void bbrx_rcvbuf_init_transfer(struct sock *sk)
 {
 	struct bbrx_net *bn = bbrx_pernet(sock_net(sk));
 	const struct net *net = sock_net(sk);
@@ -126,7 +127,8 @@ void bbrx_rcvbuf_init_transfer(struct sock *sk)
 	WRITE_ONCE(sk->sk_rcvbuf, target);
 	bbrx_stat_inc(bn, BBRX_STAT_RCVBUF_SIZED);
 	if (trace_bbrx_rcvbuf_enabled())
-		bbrx_trace_hook(sk, BBRX_HOOK_RCVBUF, READ_ONCE(bn->rcvbuf),
+		bbrx_trace_hook(sk, BBRX_POL_RCVBUF,
+				bbrx_policy(bn, BBRX_POL_RCVBUF),
 				BBRX_TRACE_SIZED, target);
 }
 
@@ -283,7 +285,7 @@ int bbrx_rcvbuf_body(const u8 *text, size_t size, unsigned long addr,
  *
  * Return: 0, or -ENOEXEC (-ENOENT) with @reason.
  */
-int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len)
+static int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len)
 {
 	size_t size;
 	long at[RB_FACTS];
@@ -577,7 +579,8 @@ static int bbrx_rcvbuf_grow_body(unsigned long addr, size_t size, bool fault,
  *
  * Return: 0, or -ENOEXEC (-ENOENT, -ENOMEM) with @reason.
  */
-int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len)
+static int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason,
+				   size_t len)
 {
 	const char *misfit = bbrx_rcvbuf_grow_misfit();
 	size_t size;
@@ -608,7 +611,7 @@ int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len)
  *
  * Return: true with rcvbuf 1, @sk in scope and no SO_RCVBUF lock.
  */
-bool bbrx_rcvbuf_grow_wants(struct sock *sk)
+static bool bbrx_rcvbuf_grow_wants(struct sock *sk)
 {
 	return bbrx_rcvbuf_acts(sk, bbrx_pernet(sock_net(sk)));
 }
@@ -650,7 +653,8 @@ static void bbrx_rcvbuf_set(struct sock *sk, u64 mem, bool ofo)
 	if (ofo)
 		bbrx_stat_inc(bn, BBRX_STAT_RCVBUF_GROWN_OFO);
 	if (trace_bbrx_rcvbuf_enabled())
-		bbrx_trace_hook(sk, BBRX_HOOK_RCVBUF_GROW, READ_ONCE(bn->rcvbuf),
+		bbrx_trace_hook(sk, BBRX_POL_RCVBUF,
+				bbrx_policy(bn, BBRX_POL_RCVBUF),
 				BBRX_TRACE_GROWN, rcvbuf);
 }
 
@@ -674,7 +678,7 @@ static void bbrx_rcvbuf_set(struct sock *sk, u64 mem, bool ofo)
  * read follows the running kernel (bbrx_rcvq_copied()). The
  * tcp_rcv_space_adjust tracepoint does not fire for redirected calls.
  */
-void bbrx_rcvbuf_grow(struct sock *sk)
+static void bbrx_rcvbuf_grow(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct net *net = sock_net(sk);
@@ -740,7 +744,7 @@ void bbrx_rcvbuf_grow(struct sock *sk)
  * out-of-order caller asked for (@newval equal to rcvq_space.space: the
  * other caller passes more).
  */
-void bbrx_rcvbuf_grow(struct sock *sk, u32 newval)
+static void bbrx_rcvbuf_grow(struct sock *sk, u32 newval)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct net *net = sock_net(sk);
@@ -764,3 +768,19 @@ void bbrx_rcvbuf_grow(struct sock *sk, u32 newval)
 	bbrx_rcvbuf_set(sk, win, newval == oldval);
 }
 #endif /* BBRX_HAVE_TCP_RCVBUF_GROW */
+
+struct bbrx_hook bbrx_hook_rcvbuf = {
+	.symbol = "tcp_init_transfer",
+	.kind = BBRX_HOOK_ENTRY,
+	.verify = bbrx_rcvbuf_verify,
+	.entry = bbrx_rcvbuf_init_transfer,
+	.show = bbrx_rcvbuf_show,
+};
+
+struct bbrx_hook bbrx_hook_rcvbuf_grow = {
+	.symbol = BBRX_RCVBUF_GROW_SYMBOL,
+	.kind = BBRX_HOOK_REDIRECT,
+	.verify = bbrx_rcvbuf_grow_verify,
+	.wants = bbrx_rcvbuf_grow_wants,
+	.redirect = bbrx_rcvbuf_grow,
+};

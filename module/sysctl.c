@@ -24,20 +24,13 @@ struct bbrx_param {
 	int def;
 	int min;		/* extra1/extra2 of proc_dointvec_minmax */
 	int max;
-	unsigned long hooks;	/* hooks (bits) a non-zero value needs */
+	int pol;		/* enum bbrx_policy_id of a policy, or -1 */
 };
 
 #define BBRX_PARAM(field, d, lo, hi) {				\
 	.name = #field,						\
 	.offset = offsetof(struct bbrx_net, field),		\
-	.def = d, .min = lo, .max = hi, .hooks = 0,		\
-}
-
-#define BBRX_POLICY(field, lo, hi, mask) {			\
-	.name = #field,						\
-	.offset = offsetof(struct bbrx_net, field),		\
-	.def = BBRX_POLICY_KERNEL, .min = lo, .max = hi,	\
-	.hooks = mask,						\
+	.def = d, .min = lo, .max = hi, .pol = -1,		\
 }
 
 /*
@@ -100,19 +93,35 @@ static struct bbrx_param bbrx_params[] = {
 	 * at most bbrx3's 10 s min_rtt window, which it exists to refresh
 	 */
 	BBRX_PARAM(bbrx3_probe_rtt_win_ms, 5000, 100, 10000),
-	/* 0 kernel, 1 post-114f39feab36, 2 pre (4.15 regression), 3 never */
-	BBRX_POLICY(autocork, 0, 3, BIT(BBRX_HOOK_AUTOCORK)),
-	/* 0 kernel, 1 single-skb shortcut (Oct 2023), 2 without it */
-	BBRX_POLICY(tsq, 0, 2, BIT(BBRX_HOOK_TSQ)),
-	/* 0 kernel, 1 per-MSS initial size and growth (2013 proposal) */
-	BBRX_POLICY(rcvbuf, 0, 1,
-		    BIT(BBRX_HOOK_RCVBUF) | BIT(BBRX_HOOK_RCVBUF_GROW)),
-	/*
-	 * 0 kernel, 1 post-4720852ed9af (Oct 2023: PSH >= rcv_mss ACKed
-	 * at read), 2 pre
-	 */
-	BBRX_POLICY(delack, 0, 2, BIT(BBRX_HOOK_DELACK)),
+	/* the hook policies, 0 the kernel's rule .. max (bbrx_hooks.h) */
+#define BBRX_POLICY(id, field, hi) {				\
+	.name = #field,						\
+	.offset = offsetof(struct bbrx_net, policy[BBRX_POL_##id]), \
+	.def = BBRX_POLICY_KERNEL, .min = 0, .max = hi,		\
+	.pol = BBRX_POL_##id,					\
+},
+#include "bbrx_hooks.h"
 };
+
+/*
+ * BIT(hook id) of the hooks a policy's non-zero value needs: those
+ * bbrx_hooks.h arms by it.
+ */
+static unsigned long bbrx_param_hooks(const struct bbrx_param *p)
+{
+	/* each hook's policy, by enum bbrx_hook_id */
+	static const int pol[BBRX_HOOK_MAX] = {
+#define BBRX_HOOK(id, name, policy) BBRX_POL_##policy,
+#include "bbrx_hooks.h"
+	};
+	unsigned long mask = 0;
+	int i;
+
+	for (i = 0; i < BBRX_HOOK_MAX; i++)
+		if (pol[i] == p->pol)
+			mask |= BIT(i);
+	return mask;
+}
 
 static int *bbrx_param_ptr(struct bbrx_net *bn, const struct bbrx_param *p)
 {
@@ -146,7 +155,7 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 		.extra1 = &p->min,
 		.extra2 = &p->max,
 	};
-
+	unsigned long hooks;
 	int err, id;
 
 	err = proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos);
@@ -157,6 +166,7 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 				    p->name);
 		return -EPERM;
 	}
+	hooks = bbrx_param_hooks(p);
 	bbrx_hook_lock();
 	/*
 	 * The table outlives pre_exit (it goes in .exit): a dying netns keeps
@@ -171,7 +181,7 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 	 * lazy kprobe must not look like an inactive hook.
 	 */
 	if (val != BBRX_POLICY_KERNEL) {
-		for_each_set_bit(id, &p->hooks, BBRX_HOOK_MAX) {
+		for_each_set_bit(id, &hooks, BBRX_HOOK_MAX) {
 			if (bbrx_hook_installed(id))
 				continue;
 			pr_warn_ratelimited("bbrx: net.ipv4.bbrx.%s=%d needs hook %s, which is not installed or not active (see /proc/net/bbrx_hooks)\n",
@@ -187,12 +197,12 @@ static int bbrx_proc_policy(BBRX_CTL_TABLE *table, int write, void *buffer,
 	if (!*cur == !val) {
 		WRITE_ONCE(*cur, val);
 	} else if (val) {
-		err = bbrx_hook_users(p->hooks, 1);
+		err = bbrx_hook_users(hooks, 1);
 		if (!err)
 			WRITE_ONCE(*cur, val);
 	} else {
 		WRITE_ONCE(*cur, val);
-		bbrx_hook_users(p->hooks, -1);	/* cannot fail */
+		bbrx_hook_users(hooks, -1);	/* cannot fail */
 	}
 out:
 	bbrx_hook_unlock();
@@ -229,10 +239,10 @@ void bbrx_sysctl_policies_off(struct bbrx_net *bn)
 		const struct bbrx_param *p = &bbrx_params[i];
 		int *v = bbrx_param_ptr(bn, p);
 
-		if (!p->hooks || *v == BBRX_POLICY_KERNEL)
+		if (p->pol < 0 || *v == BBRX_POLICY_KERNEL)
 			continue;
 		WRITE_ONCE(*v, BBRX_POLICY_KERNEL);
-		bbrx_hook_users(p->hooks, -1);	/* cannot fail */
+		bbrx_hook_users(bbrx_param_hooks(p), -1);	/* cannot fail */
 	}
 	bbrx_hook_unlock();
 }
@@ -262,7 +272,7 @@ int bbrx_sysctl_net_init(struct net *net, struct bbrx_net *bn)
 		table[i].data = bbrx_param_ptr(bn, p);
 		table[i].maxlen = sizeof(int);
 		table[i].mode = 0644;
-		if (!p->hooks) {
+		if (p->pol < 0) {
 			table[i].proc_handler = proc_dointvec_minmax;
 			table[i].extra1 = &p->min;
 			table[i].extra2 = &p->max;

@@ -30,6 +30,7 @@
 #include "bbrx.h"
 #include "bbrx_trace.h"
 #include "compat.h"
+#include "hook.h"
 #include "verify.h"
 
 /**
@@ -38,11 +39,11 @@
  *
  * Return: true when the netns policy is not 0 and @sk is in scope.
  */
-bool bbrx_tsq_wants(struct sock *sk)
+static bool bbrx_tsq_wants(struct sock *sk)
 {
 	struct bbrx_net *bn = bbrx_pernet(sock_net(sk));
 
-	return READ_ONCE(bn->tsq) != BBRX_POLICY_KERNEL &&
+	return bbrx_policy(bn, BBRX_POL_TSQ) != BBRX_POLICY_KERNEL &&
 	       bbrx_sk_in_scope(sk, bn);
 }
 
@@ -87,8 +88,9 @@ static unsigned long bbrx_tsq_limit(struct sock *sk, unsigned int truesize,
  * Return: true if the socket must wait for a TX completion (TSQ_THROTTLED
  * is set then), false to send now.
  */
-bool bbrx_tsq_small_queue_check(struct sock *sk, unsigned int truesize,
-				unsigned int factor)
+static bool bbrx_tsq_small_queue_check(struct sock *sk,
+				       unsigned int truesize,
+				       unsigned int factor)
 {
 	struct bbrx_net *bn = bbrx_pernet(sock_net(sk));
 	unsigned long limit = bbrx_tsq_limit(sk, truesize, factor);
@@ -102,18 +104,18 @@ bool bbrx_tsq_small_queue_check(struct sock *sk, unsigned int truesize,
 	if (!node)
 		return false;
 	if (!node->rb_left && !node->rb_right) {
-		int policy = READ_ONCE(bn->tsq);
+		int policy = bbrx_policy(bn, BBRX_POL_TSQ);
 
 		if (policy != BBRX_POLICY_PRE) {
 			bbrx_stat_inc(bn, BBRX_STAT_TSQ_SINGLE_SKB);
 			if (trace_bbrx_tsq_enabled())
-				bbrx_trace_hook(sk, BBRX_HOOK_TSQ, policy,
+				bbrx_trace_hook(sk, BBRX_POL_TSQ, policy,
 						BBRX_TRACE_SINGLE_SKB, limit);
 			return false;
 		}
 		bbrx_stat_inc(bn, BBRX_STAT_TSQ_WITHHELD);
 		if (trace_bbrx_tsq_enabled())
-			bbrx_trace_hook(sk, BBRX_HOOK_TSQ, policy,
+			bbrx_trace_hook(sk, BBRX_POL_TSQ, policy,
 					BBRX_TRACE_WITHHELD, limit);
 	}
 
@@ -415,7 +417,7 @@ static int bbrx_tsq_clamp_rule(unsigned long addr, char *reason, size_t len)
  * Return: 0 if the hook may be installed; -ENOEXEC (-EFAULT if the text is
  * unreadable, -ENOENT without insn_decode()) otherwise, with @reason.
  */
-int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len)
+static int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len)
 {
 	u32 off = offsetof(struct sock, sk_pacing_rate);
 	size_t start = 5 + bbrx_endbr_len(addr);
@@ -438,3 +440,11 @@ int bbrx_tsq_verify(unsigned long addr, char *reason, size_t len)
 	err = bbrx_tsq_prologue(text, sizeof(text), start, off, reason, len);
 	return err ?: bbrx_tsq_clamp_rule(addr, reason, len);
 }
+
+struct bbrx_hook bbrx_hook_tsq = {
+	.symbol = "tcp_small_queue_check.isra.0",
+	.kind = BBRX_HOOK_REDIRECT,
+	.verify = bbrx_tsq_verify,
+	.wants = bbrx_tsq_wants,
+	.redirect = bbrx_tsq_small_queue_check,
+};

@@ -46,8 +46,10 @@ static int (*bbrx_kallsyms_size)(unsigned long addr, unsigned long *symbolsize,
  *	lookup; a report prints under a raw spinlock and returns)
  * and module functions (bbrx_stats_late(), helpers the compiler did not
  * inline), which are decoded and checked in turn, except bbrx_trace_hook():
- * it only fires a tracepoint, whose probes run with preemption disabled
- * and whose call site the kernel re-targets at run time (trace.c).
+ * it only fires a tracepoint, through a const table of the events'
+ * inline wrappers (an indirect call), whose probes run with preemption
+ * disabled and whose call site the kernel re-targets at run time
+ * (trace.c).
  */
 static const char * const bbrx_leaf_calls[] = {
 	"__rcu_read_lock", "__rcu_read_unlock", "ktime_get", "rcu_is_watching",

@@ -8,7 +8,8 @@
 #	policer   a 20 Mbit/s token-bucket policer (burst 64 KB, exceeding
 #		  packets dropped), 40 ms, sender GSO and TSO off
 # On each path bbrx3 and in-tree bbr (v1, which bbrx v1 follows) alternate,
-# BBRX3_PATHS_REPS (default 2) flows of BBRX3_PATHS_SECS (10 s) each; cubic
+# BBRX3_PATHS_REPS (default 2) flows of BBRX3_PATHS_SECS (10 s) each, twice
+# that behind the policer (below); cubic
 # joins with BBRX3_PATHS_MODES="bbrx3 bbr cubic" (make check-full), for the
 # goals of docs/models.md (retransmits against cubic's).  Asserts, per path:
 #	- bbrx3 set a loss bound (Bbrx3InflightHiLoss or Bbrx3InflightLoLoss
@@ -33,6 +34,12 @@ ALL_TESTS="
 source "$(dirname "$0")/lib.sh"
 
 SECS=${BBRX3_PATHS_SECS:-10}
+# Behind the policer the first seconds are STARTUP's and DRAIN's losses,
+# which bounds do not act on: in 10 s flows bbrx3 retransmitted 491-522
+# and bbr 925-1015 (cloud-6.1, 2026-12-06), a ratio of 0.48-0.56; in
+# 30 s flows 654 and 2342 (0.28, docs/results/2026-12-06-bbrx3-goals-6.1.md).
+# Longer flows let the ratio measure the steady overshoot it is about.
+declare -A PATH_SECS=([shallow]=$SECS [policer]=$((2 * SECS)))
 REPS=${BBRX3_PATHS_REPS:-2}
 PATHS="shallow policer"
 MODES=${BBRX3_PATHS_MODES:-"bbrx3 bbr"}
@@ -59,7 +66,7 @@ run_mode()
 	local id="$1-$2-$3" c0 c1
 
 	c0=$(bbrx_stat_all "$SND")
-	flow_run "$id" "$2" "$SECS" || FLOW_FAILS+=" $id"
+	flow_run "$id" "$2" "${PATH_SECS[$1]}" || FLOW_FAILS+=" $id"
 	c1=$(bbrx_stat_all "$SND")
 	GP[$id]=$(iperf3_goodput "$TMPD/$id.json")
 	RTX[$id]=$(iperf3_retrans "$TMPD/$id.json")
@@ -101,7 +108,7 @@ measure()
 			GP[$p-$m]=$(reps_of GP "$p-$m" | median)
 			RTX[$p-$m]=$(reps_of RTX "$p-$m" | median)
 		done
-		echo "# path $p, ${SECS}s flows, $REPS repetitions (goodput Mbit/s, retransmits: medians; per run: goodput/retransmits[/hi,lo,probes])"
+		echo "# path $p, ${PATH_SECS[$p]}s flows, $REPS repetitions (goodput Mbit/s, retransmits: medians; per run: goodput/retransmits[/hi,lo,probes])"
 		for m in $MODES; do
 			printf '# %-8s %10s %8s  %s\n' "$m" "${GP[$p-$m]}" "${RTX[$p-$m]}" \
 				"$(for ((rep = 1; rep <= REPS; rep++)); do

@@ -15,7 +15,7 @@
 #     every netns shares (the delack kprobe traps for every socket of the
 #     host), so a netns' own root must not set it.
 # The test reads the knobs of the loaded module (/proc/sys/net/ipv4/bbrx)
-# and sorts them with lib.sh's tables into policies and other knobs (a
+# and sorts them with lib_module.sh's tables into policies and other knobs (a
 # knob in neither fails), then writes each as:
 #   host root   `nsenter -t PID -n sysctl -w`, into a "container" (a
 #               process in its own user and network namespace, its root
@@ -225,12 +225,12 @@ only()
 }
 
 # ct_knobs_sorted: every knob of the module is a policy or a knob of
-# lib.sh's tables, and there are some of each (the cases check nothing
+# lib_module.sh's tables, and there are some of each (the cases check nothing
 # without them); the container is up.
 ct_knobs_sorted()
 {
 	[[ -z $UNSORTED ]]
-	check_err $? "knobs of tcp_bbrx in neither BBRX_POLICY_TABLE nor BBRX_SYSCTL_TABLE (lib.sh):$UNSORTED"
+	check_err $? "knobs of tcp_bbrx in neither BBRX_POLICY_TABLE nor BBRX_SYSCTL_TABLE (lib_module.sh):$UNSORTED"
 	[[ -n $POLICIES && -n $KNOBS ]]
 	check_err $? "policies '$POLICIES', knobs '$KNOBS' in $SYSDIR"
 	[[ -n $CT_READY ]]

@@ -29,18 +29,11 @@ cc_available()
 	grep -qw bbrx "$AVAIL" && grep -qw bbrx3 "$AVAIL"
 }
 
-# Unload tcp_bbrx, retrying for up to $1 s (default 10) while sockets that
-# used it finish closing.  Returns 0 once it is gone.
+# module_unload [SECS]: bbrx_unload (lib_module.sh) with this test's
+# shorter default guard, 10 s.
 module_unload()
 {
-	local secs=${1:-10} i
-
-	for ((i = 0; i < secs * 5; i++)); do
-		bbrx_module_loaded || return 0
-		rmmod tcp_bbrx 2>/dev/null && return 0
-		sleep 0.2
-	done
-	! bbrx_module_loaded
+	bbrx_unload "${1:-10}"
 }
 
 module_ensure_loaded()

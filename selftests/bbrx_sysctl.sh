@@ -4,8 +4,8 @@
 # net.ipv4.bbrx.* sysctls: defaults in a new netns, EINVAL (and no change)
 # for out-of-range and non-numeric writes, valid values accepted, and the
 # values are per network namespace.  The knobs are exactly those of
-# lib.sh's tables (names read from the loaded module), checked against its
-# defaults and ranges.  Who may write them (a container's root, a user
+# lib_module.sh's tables (names read from the loaded module), checked
+# against its defaults and ranges.  Who may write them (a container's root, a user
 # namespace's, CAP_NET_ADMIN): bbrx_container.sh.
 
 ALL_TESTS="
@@ -36,8 +36,8 @@ sysctl_read()
 }
 
 # sysctl_names_match: the files of $SYSDIR (the loaded module's knobs) are
-# the names of BBRX_SYSCTL_TABLE and BBRX_POLICY_TABLE (lib.sh), no more,
-# no fewer.
+# the names of BBRX_SYSCTL_TABLE and BBRX_POLICY_TABLE (lib_module.sh), no
+# more, no fewer.
 sysctl_names_match()
 {
 	local mod tab missing extra dup
@@ -52,10 +52,10 @@ $BBRX_POLICY_TABLE" | sort)
 	dup=$(uniq -d <<<"$tab" | paste -sd ' ')
 	[[ -z $missing$extra$dup ]]
 	check_err $? "$(printf '%s' \
-		"${missing:+in the tables of lib.sh, not in tcp_bbrx: $missing; }" \
-		"${extra:+in tcp_bbrx, no row in BBRX_SYSCTL_TABLE or BBRX_POLICY_TABLE (lib.sh): $extra; }" \
-		"${dup:+two rows in the tables of lib.sh: $dup; }")in $SYSDIR: $(paste -sd ' ' <<<"$mod")"
-	log_test "the module's knobs are those of lib.sh's tables" "$(wc -l <<<"$mod") knobs"
+		"${missing:+in the tables of lib_module.sh, not in tcp_bbrx: $missing; }" \
+		"${extra:+in tcp_bbrx, no row in BBRX_SYSCTL_TABLE or BBRX_POLICY_TABLE (lib_module.sh): $extra; }" \
+		"${dup:+two rows in the tables of lib_module.sh: $dup; }")in $SYSDIR: $(paste -sd ' ' <<<"$mod")"
+	log_test "the module's knobs are those of lib_module.sh's tables" "$(wc -l <<<"$mod") knobs"
 }
 
 sysctl_present_defaults()

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Run last by `make check-debug` in the VM booted with the debug kernel
-# (scripts/debug-kernel.sh): the whole kernel log since boot must hold no
+# (scripts/vm/debug-kernel): the whole kernel log since boot must hold no
 # KASAN, KFENCE, lockdep, atomic-sleep, debugobjects or other BUG/WARNING/
 # Oops report, and after two kmemleak scans no suspected leak may have a
 # backtrace naming tcp_bbrx or a function bbrx hooks. Leaks elsewhere are

@@ -17,7 +17,7 @@
 # still charged to the socket (sk_wmem_alloc > skb->truesize) after
 # tcp_push(), i.e. until the NIC's TX completion.  veth without a qdisc
 # returns the memory at xmit, so nothing ever corks there.  The sender
-# therefore leaves through late_completion_setup (lib.sh, tx_delay.c): the
+# therefore leaves through late_completion_setup (lib_shape.sh, tx_delay.c): the
 # packet goes out at once over veth (no bottleneck: a 10 Gbit/s tbf on the
 # model NIC), the skb stays charged for BBRX_AC_TX_DELAY_US (default 400
 # us) more, like a NIC that completes TX in batches.  Idle host, QEMU 10,

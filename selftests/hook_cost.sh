@@ -23,7 +23,7 @@
 # visible.  In wall-clock time it also makes the test unresolvable: single
 # runs swung 70-520 Mbit/s with the host's load, far more than the 3% / 5%
 # bounds.  So `make check` runs this test in a VM whose clock counts
-# instructions (scripts/vm-run --icount, QEMU -icount shift=0: 1 ns per
+# instructions (scripts/vm/vm-run --icount, QEMU -icount shift=0: 1 ns per
 # guest instruction): goodput is then bytes per instruction executed, the
 # cost the hooks add, whatever the host does.  Measured that way (idle
 # host, 5 reps): nomod 697-707 Mbit/s, pol0 ratio 0.998, pol1 0.995,
@@ -167,7 +167,7 @@ cost_counters()
 }
 
 if [[ ${VM_ICOUNT:-0} != 1 && ${BBRX_COST_WALLCLOCK:-0} != 1 ]]; then
-	ksft_exit_skip "needs an instruction clock (scripts/vm-run --icount, VM_ICOUNT=1): the 3%/5% bounds are within the wall-time spread of CPU-bound flows; BBRX_COST_WALLCLOCK=1 runs it anyway"
+	ksft_exit_skip "needs an instruction clock (scripts/vm/vm-run --icount, VM_ICOUNT=1): the 3%/5% bounds are within the wall-time spread of CPU-bound flows; BBRX_COST_WALLCLOCK=1 runs it anyway"
 fi
 require_command iperf3 jq ip
 require_bbrx
@@ -179,7 +179,7 @@ require_topo
 iperf3_server_start || exit 1
 
 if [[ ${VM_ICOUNT:-0} != 1 ]]; then
-	log_info "the clock is wall time, not instructions (VM_ICOUNT=${VM_ICOUNT:-unset}): the 3%/5% bounds are within the spread of CPU-bound flows here; make check runs this test under scripts/vm-run --icount"
+	log_info "the clock is wall time, not instructions (VM_ICOUNT=${VM_ICOUNT:-unset}): the 3%/5% bounds are within the spread of CPU-bound flows here; make check runs this test under scripts/vm/vm-run --icount"
 fi
 measure
 tests_run

@@ -21,7 +21,7 @@
 #	       receiver also sends fewer ACKs: the arm gives the net effect
 #
 # As hook_cost.sh, in a VM whose clock counts instructions (make check-cost,
-# scripts/vm-run --icount; QEMU -icount shift=0: 1 ns of guest time is one
+# scripts/vm/vm-run --icount; QEMU -icount shift=0: 1 ns of guest time is one
 # guest instruction, of either vCPU): goodput is then bytes per instruction,
 # and 1448 bytes x 8 / goodput is the instructions the whole guest (sender,
 # router, receiver) spends per data segment.  Reported per arm: goodput,
@@ -193,7 +193,7 @@ cd_trap_cost()
 }
 
 if [[ ${VM_ICOUNT:-0} != 1 && ${BBRX_COST_WALLCLOCK:-0} != 1 ]]; then
-	ksft_exit_skip "needs an instruction clock (scripts/vm-run --icount, VM_ICOUNT=1): per-segment costs of a few percent are within the wall-time spread of CPU-bound flows; BBRX_COST_WALLCLOCK=1 runs it anyway"
+	ksft_exit_skip "needs an instruction clock (scripts/vm/vm-run --icount, VM_ICOUNT=1): per-segment costs of a few percent are within the wall-time spread of CPU-bound flows; BBRX_COST_WALLCLOCK=1 runs it anyway"
 fi
 require_command iperf3 jq ip
 require_bbrx

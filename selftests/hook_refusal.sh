@@ -56,7 +56,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
 # The policy sysctl a hook serves (POLICY_HOOKS turned round), and each
-# policy's largest value (BBRX_POLICY_TABLE, lib.sh).
+# policy's largest value (BBRX_POLICY_TABLE, lib_module.sh).
 declare -A POLICY_OF POLICY_MAX
 for pol in "${!POLICY_HOOKS[@]}"; do
 	for h in ${POLICY_HOOKS[$pol]}; do
@@ -76,18 +76,12 @@ SINK_PID=
 # per-netns state) with a discard sink on its loopback.
 netns_up()
 {
-	local i
-
 	ip netns add "$NS" || return 1
 	ip -n "$NS" link set lo up
 	ip netns exec "$NS" "$BIN_DIR/cc_setsockopt" -l "$PORT" >"$TMPD/sink.log" 2>&1 &
 	SINK_PID=$!
 	bg_track $SINK_PID
-	for ((i = 0; i < 50; i++)); do
-		[[ -n $(ip netns exec "$NS" ss -ltnH "sport = :$PORT") ]] && return 0
-		sleep 0.1
-	done
-	return 1
+	listen_wait "$NS" "$PORT"
 }
 
 netns_down()

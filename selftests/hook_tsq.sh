@@ -33,7 +33,7 @@
 #     other VM on the 2-core host: 93.9 / 93.5 / 94.0 Mbit/s post / pre /
 #     kernel).  With three other VMs the guest CPU caps the flow at ~55
 #     Mbit/s and the 93% assertion fails: run it on a quiet host.
-#   - late TX completions proper (lib.sh late_completion_setup, 2026-11-30:
+#   - late TX completions proper (lib_shape.sh late_completion_setup, 2026-11-30:
 #     the packet leaves at the 100 Mbit/s line rate over veth, the skb stays
 #     charged 0.5-12 ms longer, idle host): TsqWithheld counts nearly every
 #     throttle in mode 2 from 3 ms on, yet goodput is 87-94 Mbit/s in every

@@ -12,7 +12,7 @@
 #                                     the assignments (bash syntax) apply to
 #                                     that test only, KSFT_TIMEOUT among them
 #
-# With $VM_OUT set (scripts/vm-run), each test's output is also kept in
+# With $VM_OUT set (scripts/vm/vm-run), each test's output is also kept in
 # $VM_OUT/logs/TEST.log and the kernel log in $VM_OUT/logs/dmesg.txt.
 
 cd "$(dirname "$0")" || exit 1

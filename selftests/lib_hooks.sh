@@ -30,7 +30,7 @@ hook_states()
 }
 
 # BBRX_EXPECT_REFUSED: hooks the kernel under test is known to refuse,
-# space separated (set by an "env" line of scripts/lanes.conf for a kernel
+# space separated (set by an "env" line of scripts/ci/lanes.conf for a kernel
 # whose docs/kernels.md entry says why; empty: every hook installs).
 # hook_expected NAME: the state hook NAME must have on this kernel.
 hook_expected()
@@ -163,92 +163,6 @@ hook_line()
 	awk -v h="$1" '$1 == h' /proc/net/bbrx_hooks 2>/dev/null
 }
 
-# snmp_get NS NAME: counter NAME of the netns, NAME as nstat spells it
-# (TcpOutSegs, TcpExtTCPAutoCorking, IpExtOutOctets...): prefix + field of
-# /proc/net/snmp and /proc/net/netstat.
-snmp_get()
-{
-	local ns=$1 name=$2
-
-	ip netns exec "$ns" cat /proc/net/snmp /proc/net/netstat 2>/dev/null | awk -v n="$name" '
-		{ p = $1; sub(/:$/, "", p) }
-		!(p in hdr) { hdr[p] = $0; next }
-		{
-			split(hdr[p], h)
-			for (i = 2; i <= NF; i++)
-				if (p h[i] == n) { print $i; found = 1; exit }
-			delete hdr[p]
-		}
-		END { exit !found }'
-}
-
-# counters_snap NS FILE NAME...: write "NAME value" lines for the snmp
-# counters (Tcp*, TcpExt*, Ip*) and bbrx counters (Bbrx:NAME) named.
-counters_snap()
-{
-	local ns=$1 file=$2; shift 2
-	local n v
-
-	: >"$file"
-	for n in "$@"; do
-		case $n in
-		Bbrx:*) v=$(bbrx_stat "${n#Bbrx:}" "$ns") ;;
-		*) v=$(snmp_get "$ns" "$n") ;;
-		esac
-		echo "$n ${v:-nan}" >>"$file"
-	done
-}
-
-# counters_delta BEFORE AFTER NAME: after - before of one counter.
-counters_delta()
-{
-	local b a
-
-	b=$(awk -v n="$3" '$1 == n { print $2 }' "$1")
-	a=$(awk -v n="$3" '$1 == n { print $2 }' "$2")
-	awk -v a="$a" -v b="$b" 'BEGIN { if (a == "" || b == "" || a == "nan" || b == "nan") print "nan"; else printf "%d\n", a - b }'
-}
-
-# iperf3_sent_bytes FILE: bytes the sender wrote.
-iperf3_sent_bytes()
-{
-	jq -r '.end.sum_sent.bytes // 0' "$1" 2>/dev/null || echo 0
-}
-
-# iperf3_sent_mbit FILE: sender-side throughput, Mbit/s.
-iperf3_sent_mbit()
-{
-	jq -r '(.end.sum_sent.bits_per_second // 0) / 1e6 | . * 100 | round / 100' "$1" 2>/dev/null || echo 0
-}
-
-# bbrx_unload [SECS]: rmmod tcp_bbrx, retrying while sockets that used it
-# finish closing (their last round trips follow the guest's speed).
-# Returns 0 as soon as it is gone; SECS (default 120) only guard a hang.
-bbrx_unload()
-{
-	local secs=${1:-120} i
-
-	for ((i = 0; i < secs * 5; i++)); do
-		bbrx_module_loaded || return 0
-		rmmod tcp_bbrx 2>/dev/null && return 0
-		sleep 0.2
-	done
-	! bbrx_module_loaded
-}
-
-# Module parameters every hook test loads with (later parameters override
-# them). Empty: the module's default, which installs every hook.
-BBRX_HOOK_PARAMS=${BBRX_HOOK_PARAMS-}
-
-# bbrx_load [PARAM=VALUE...]: load tcp_bbrx with $BBRX_HOOK_PARAMS and the
-# module parameters given (bbrx_modload: insmod $BBRX_KO when set, else
-# modprobe).  Errors on stderr.
-bbrx_load()
-{
-	# shellcheck disable=SC2086  # word-split parameter list
-	bbrx_modload $BBRX_HOOK_PARAMS "$@"
-}
-
 # BBRX_REQUIRE_HOOKS: hooks the kernel under test must install, space
 # separated, or "all" (every hook /proc/net/bbrx_hooks lists but those of
 # BBRX_EXPECT_REFUSED). Unset or empty (a kernel CI, a host of one's own):
@@ -339,32 +253,6 @@ require_hooks()
 	[[ -z $skip ]] || ksft_exit_skip "a hook this test needs is not installed on this kernel: $skip"
 }
 
-# bbrx_reload [PARAM=VALUE...]: unload (must succeed) and load again.
-bbrx_reload()
-{
-	bbrx_unload || { echo "rmmod tcp_bbrx failed: module in use" >&2; return 1; }
-	bbrx_load "$@"
-}
-
-# sysctl_write_err NS NAME VALUE: write net.ipv4.bbrx.NAME through
-# /proc/sys and print the errno name the write failed with (OK if none).
-sysctl_write_err()
-{
-	local ns=$1 name=$2 val=$3 err
-
-	err=$(ip netns exec "$ns" bash -c "echo $val > /proc/sys/net/ipv4/bbrx/$name" 2>&1)
-	if [[ -z $err ]]; then
-		echo OK
-	elif [[ $err == *"not supported"* ]]; then
-		echo EOPNOTSUPP
-	elif [[ $err == *"Invalid argument"* ]]; then
-		echo EINVAL
-	elif [[ $err == *"Device or resource busy"* ]]; then
-		echo EBUSY
-	else
-		echo "OTHER($err)"
-	fi
-}
 
 # The /proc/net/bbrx_stat counters that move only when a hook acts.
 HOOK_COUNTERS_RE='^(AutocorkCorked|AutocorkDeclined|TsqThrottled|TsqSingleSkb|TsqWithheld|RcvbufSized|RcvbufGrown|DelackPushMarked|DelackPushSuppressed)$'
@@ -392,148 +280,6 @@ hooks_counters_list()
 				s = s (s == "" ? "" : " ") $i
 		}
 	} END { print (s == "" ? "none" : s) }'
-}
-
-# flow_batch_run NS PIDFILE OUT CMD...: run CMD (timeout ... iperf3 -J)
-# in NS in the background, stdout in OUT.json, stderr in OUT.err, "PID
-# OUT" in PIDFILE for flow_batch_cut; waits for it and returns its exit
-# code.
-flow_batch_run()
-{
-	local ns=$1 pidf=$2 out=$3; shift 3
-	local pid
-
-	ip netns exec "$ns" "$@" >"$out.json" 2>"$out.err" &
-	pid=$!
-	echo "$pid $out" >"$pidf"
-	# stderr off: bash reports a job flow_batch_cut killed ("Killed").
-	wait "$pid" 2>/dev/null
-}
-
-# streams_acked NS PID: data streams of iperf3 process PID in NS that had
-# more than 4 KiB ACKed (the control connection carries less).
-streams_acked()
-{
-	ip netns exec "$1" ss -tinpH state established 2>/dev/null | awk -v p="pid=$2," '
-		!/^[ \t]/ { mine = index($0, p) > 0; next }
-		mine && match($0, /bytes_acked:[0-9]+/) {
-			if (substr($0, RSTART + 12, RLENGTH - 12) + 0 > 4096)
-				n++
-		}
-		END { print n + 0 }'
-}
-
-# iperf3_kill PID: kill the iperf3 that PID runs (PID is the "ip netns
-# exec" process, which has become timeout, whose child is iperf3; or
-# iperf3 itself) with SIGKILL.  Tests never stop iperf3 with SIGTERM or
-# SIGINT: its handler leaves through longjmp and then allocates and
-# prints, so a signal that lands inside malloc aborts it ("malloc
-# assertion failure in sysmalloc", exit 134; seen once in stress_scale
-# under iperf3 3.12).  What a killed iperf3 moved is read from ss before
-# the kill instead of from its JSON.
-iperf3_kill()
-{
-	local ipid
-
-	ipid=$(pgrep -P "$1" -x iperf3 | head -n 1)
-	kill -KILL "${ipid:-$1}" 2>/dev/null
-}
-
-# flow_batch_cut LOOPPID PIDFILE NS STREAMS CUTFILE: end a batch loop once
-# $TMPD/stop exists (the caller touches it).  Instead of waiting for the
-# batch that runs to end, it is killed (iperf3_kill), but only once its
-# STREAMS data streams have each had data ACKed (ss), so that a cut batch
-# still shows every stream moving data; "OUT ACKED" (PIDFILE's OUT, the
-# streams seen with data ACKed) is appended to CUTFILE.  Waits for the
-# loop to end.
-flow_batch_cut()
-{
-	local lpid=$1 pidf=$2 ns=$3 streams=$4 cutf=$5 pid out ipid cut= n
-
-	while kill -0 "$lpid" 2>/dev/null; do
-		read -r pid out <"$pidf" 2>/dev/null
-		if [[ -n $pid && $out != "$cut" ]] && kill -0 "$pid" 2>/dev/null; then
-			ipid=$(pgrep -P "$pid" -x iperf3 | head -n 1)
-			if [[ -n $ipid ]]; then
-				n=$(streams_acked "$ns" "$ipid")
-				if ((n >= streams)) && kill -KILL "$ipid" 2>/dev/null; then
-					echo "$out $n" >>"$cutf"
-					cut=$out
-				fi
-			fi
-		fi
-		sleep 0.2
-	done
-	wait "$lpid"
-}
-
-# batch_outcome OUT STREAMS RC CUTFILE: "" when the batch OUT completed
-# (exit 0, STREAMS streams, each with data received) or was cut by
-# flow_batch_cut (listed in CUTFILE with STREAMS streams seen with data
-# ACKed, killed: exit 137 from timeout); otherwise what went wrong.
-batch_outcome()
-{
-	local out=$1 want=$2 rc=$3 cutf=$4 n nz err acked
-
-	acked=$(awk -v o="$out" '$1 == o { print $2 }' "$cutf" 2>/dev/null)
-	if [[ -n $acked ]]; then
-		((rc == 137 && acked >= want)) && return 0
-		echo "cut by the test with $acked of $want streams ACKed, exit $rc"
-		return 1
-	fi
-	err=$(jq -r '.error // empty' "$out.json" 2>/dev/null)
-	n=$(jq '[.end.streams[]?] | length' "$out.json" 2>/dev/null)
-	nz=$(jq '[.end.streams[]? | select(.receiver.bytes > 0)] | length' "$out.json" 2>/dev/null)
-	[[ $rc -eq 0 && $n == "$want" && $nz == "$want" ]] && return 0
-	echo "exit $rc, $n streams, $nz with data ($err $(head -c 100 "$out.err" 2>/dev/null))"
-	return 1
-}
-
-# flow_batches_loop: batches of FLOWS cubic flows (iperf3 -P, 8 KiB writes,
-# TCP_NODELAY) of BATCH s each from SND to the receiver, back to back,
-# until $TMPD/stop exists; batch K's iperf3 JSON in flows-K.json, "K rc"
-# lines in flows.rc.  Batches keep the duration adaptive to the test's;
-# flow_batches_stop ends the last one early.
-flow_batches_loop()
-{
-	local k=0
-
-	while [[ ! -e $TMPD/stop ]]; do
-		flow_batch_run "$SND" "$TMPD/flows.pid" "$TMPD/flows-$k" \
-			timeout $((BATCH + 120)) iperf3 -c "$RCV_IP4" -p "$IPERF_PORT" \
-			-P "$FLOWS" -t "$BATCH" -C cubic -l 8K -N -J
-		echo "$k $?" >>"$TMPD/flows.rc"
-		k=$((k + 1))
-	done
-}
-
-# flow_batches_stop LOOPPID: stop flow_batches_loop LOOPPID, cutting the
-# batch that runs (flow_batch_cut) rather than waiting for its end.
-flow_batches_stop()
-{
-	touch "$TMPD/stop"
-	flow_batch_cut "$1" "$TMPD/flows.pid" "$SND" "$FLOWS" "$TMPD/flows.cut"
-}
-
-# flow_batches_check: every batch flow_batches_loop ran exited 0 with FLOWS
-# streams that all moved data, or was cut by flow_batches_stop after each
-# of its streams moved data (check_err otherwise); NB = batches, NCUT =
-# batches cut.
-flow_batches_check()
-{
-	local k rc bad= why
-
-	NB=0
-	NCUT=$(wc -l <"$TMPD/flows.cut" 2>/dev/null || echo 0)
-	while read -r k rc; do
-		NB=$((NB + 1))
-		why=$(batch_outcome "$TMPD/flows-$k" "$FLOWS" "$rc" "$TMPD/flows.cut") ||
-			bad+=" batch $k: $why;"
-	done <"$TMPD/flows.rc"
-	((NB > 0))
-	check_err $? "no flow batch ran"
-	[[ -z $bad ]]
-	check_err $? "flows that did not complete:$bad"
 }
 
 # hooks_after_segs SEGS: wait until the sender netns has sent SEGS more

@@ -339,7 +339,7 @@ pb_zero()
 }
 
 # pb_late_completion RATE DELAY_US: the late-completion NIC model
-# (lib.sh), built once and re-tuned after.
+# (lib_shape.sh), built once and re-tuned after.
 pb_late_completion()
 {
 	if ! ip -n "$SND" link show lc0 &>/dev/null; then

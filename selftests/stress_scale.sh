@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Scale: many concurrent bbrx flows through the router path (sender ->
-# router -> receiver, lib.sh topo_create), every hook policy
+# router -> receiver, lib_topo.sh topo_create), every hook policy
 # non-zero (sender autocork 1 and tsq 1 for its bbrx sockets; receiver
 # scope 1, rcvbuf 1, delack 1), and what bbrx allocates while they run.
 #
@@ -28,7 +28,7 @@
 # established (BBRX_STRESS_SETUP_MAX, 300 s, guards a hang there) they all
 # run together for SECS more and are then stopped by the test: ss reads
 # what every server-side socket received, then each client is killed
-# (iperf3_kill, lib_hooks.sh, says why not SIGTERM).  The servers' idle
+# (iperf3_kill, lib_flow.sh, says why not SIGTERM).  The servers' idle
 # timeout (--rcv-timeout, 120 s by default) is raised to 600 s.
 #
 # Allocations: a tracefs instance of its own records kmem:kmalloc,

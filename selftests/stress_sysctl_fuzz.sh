@@ -59,7 +59,7 @@ XNS=fzx-$SFX
 NSS=()
 SYSDIR=/proc/sys/net/ipv4/bbrx
 
-# name default min max: the model knobs and the hook policies (lib.sh).
+# name default min max: the model knobs and the hook policies (lib_module.sh).
 FUZZ_TABLE="$BBRX_SYSCTL_TABLE
 $BBRX_POLICY_TABLE"
 

@@ -9,7 +9,7 @@
  * pins it at PIN_PATH (a file on a mounted bpffs) for
  *   tc filter add dev DEV {ingress|egress} bpf object-pinned PIN_PATH da
  *
- * The model (selftests/lib.sh, late_completion_setup): the sender's route
+ * The model (selftests/lib_shape.sh, late_completion_setup): the sender's route
  * leaves through a veth pair whose egress qdisc is the NIC's line rate
  * (tbf); skbs keep their socket charge (sk_wmem_alloc) through a veth in
  * the same netns.

@@ -103,9 +103,9 @@ reps_of()	# reps_of ARRAY PATH MODE: the per-run values, one per line
 # alternating the modes.
 measure()
 {
-	local p m rep last
+	local p m rep last todo="${*:-$PATHS}"
 
-	for p in ${*:-$PATHS}; do
+	for p in $todo; do
 		last=$(( ${NREP[$p]:-0} + REPS ))
 		if path_setup "$p"; then
 			for ((rep = ${NREP[$p]:-0} + 1; rep <= last; rep++)); do

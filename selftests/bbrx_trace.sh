@@ -270,7 +270,7 @@ work_psh()
 
 trace_hooks()
 {
-	local n e k
+	local n p
 
 	HOOK_MSG=
 	bbrx_sysctl_set "$SND" scope 1 && bbrx_sysctl_set "$RCV" scope 1
@@ -283,11 +283,9 @@ trace_hooks()
 	hook_case "$RCV" delack 2 bbrx_delack suppressed DelackPushSuppressed work_psh
 
 	# Disabled: nothing written while every hook acts and bbrx flows run.
-	for e in "$SND autocork 1" "$SND tsq 1" "$RCV rcvbuf 1" "$RCV delack 1"; do
-		k=${e#* }
-		[[ -n $(policies_usable "${k%% *}") ]] || continue
-		# shellcheck disable=SC2086  # "ns name value"
-		bbrx_sysctl_set $e
+	# shellcheck disable=SC2046  # a list of policy names
+	for p in $(policies_usable $(bbrx_policy_names)); do
+		bbrx_sysctl_set "$(policy_ns "$p")" "$p" 1
 	done
 	echo 0 >"$EV_DIR/enable"
 	: >"$TRACEFS/trace"
@@ -298,11 +296,9 @@ trace_hooks()
 	n=$(grep -cE ' bbrx3?_[a-z]+: ' "$TRACEFS/trace")
 	((n == 0))
 	check_err $? "$n bbrx events written with every event disabled"
-	for e in "$SND autocork" "$SND tsq" "$RCV rcvbuf" "$RCV delack"; do
-		k=${e#* }
-		[[ -n $(policies_usable "${k%% *}") ]] || continue
-		# shellcheck disable=SC2086  # "ns name"
-		bbrx_sysctl_set $e 0
+	# shellcheck disable=SC2046  # a list of policy names
+	for p in $(policies_usable $(bbrx_policy_names)); do
+		bbrx_sysctl_set "$(policy_ns "$p")" "$p" 0
 	done
 
 	# TSQ's single-skb case needs TX completions that come late

@@ -45,7 +45,7 @@ IDLE_FAILS=
 
 measure()
 {
-	local i ac tsq dl t0 lpid cpid
+	local i t0 lpid cpid
 
 	bbrx_unload || UNLOAD_FAILS+=" initial"
 	: >"$TMPD/flows.rc"
@@ -55,27 +55,16 @@ measure()
 	sleep 2
 	t0=$SECONDS
 	for ((i = 0; i < CYCLES; i++)); do
-		ac=$((1 + i % 3))
-		tsq=$((1 + i % 2))
-		dl=$((1 + i % 2))
-		# (a policy whose hooks this kernel refuses, BBRX_EXPECT_REFUSED,
-		# stays 0)
-		[[ -n $(policies_usable tsq) ]] || tsq=0
-		[[ -n $(policies_usable delack) ]] || dl=0
-		rb=0
-		[[ -n $(policies_usable rcvbuf) ]] && rb=1
-		CYC_POL[i]="a$ac/t$tsq/r$rb/d$dl"
+		# every policy live, each value in turn (one this kernel
+		# refuses, BBRX_EXPECT_REFUSED, stays 0)
+		policy_cycle "$i" nonzero >"$TMPD/policies"
+		CYC_POL[i]=$(policy_label <"$TMPD/policies")
 		if ! bbrx_load 2>>"$TMPD/load.err"; then
 			LOAD_FAILS+=" $i"
 			continue
 		fi
 		CYC_HOOKS[i]=$(hook_states $ALL_HOOKS)
-		{ bbrx_sysctl_set "$SND" scope 1 &&
-		  bbrx_sysctl_set "$SND" autocork "$ac" &&
-		  bbrx_sysctl_set "$SND" tsq "$tsq" &&
-		  bbrx_sysctl_set "$RCV" scope 1 &&
-		  bbrx_sysctl_set "$RCV" rcvbuf "$rb" &&
-		  bbrx_sysctl_set "$RCV" delack "$dl"; } || SET_FAILS+=" $i"
+		policies_apply <"$TMPD/policies" || SET_FAILS+=" $i"
 		# A new connection: the rcvbuf entry hook and the growth redirect act.
 		ip netns exec "$SND" timeout 10 "$BIN_DIR/cc_setsockopt" cubic \
 			"$RCV_IP4" "$SINK_PORT" 2000000 >/dev/null 2>&1 &

@@ -75,6 +75,63 @@ BBRX_HOOKS="autocork tsq rcvbuf rcvbuf_grow delack"
 declare -A POLICY_HOOKS=([autocork]=autocork [tsq]=tsq [rcvbuf]="rcvbuf rcvbuf_grow"
 			 [delack]=delack)
 
+# POLICY_SIDE: which end's netns each policy acts in, as the name of the
+# topology's variable (SND or RCV): the send-path hooks act on the
+# sender's sockets, the receive-path ones on the receiver's.
+declare -A POLICY_SIDE=([autocork]=SND [tsq]=SND [rcvbuf]=RCV [delack]=RCV)
+
+# policy_ns POLICY: the netns POLICY acts in (POLICY_SIDE).
+policy_ns()
+{
+	local side=${POLICY_SIDE[$1]:?"no POLICY_SIDE for policy $1"}
+
+	echo "${!side}"
+}
+
+# policy_cycle N [nonzero]: the policies of step N of a load/unload loop,
+# one "NETNS POLICY VALUE" line each (BBRX_POLICY_TABLE's order). Level
+# P = N % (M + 1), M the largest policy maximum, and each policy
+# min(P, its maximum): P = 0 is the kernel's behaviour everywhere. With
+# nonzero, 1 + N % (its maximum): every policy live, each value in turn.
+# A policy whose hooks this kernel refuses (policies_usable) stays 0.
+policy_cycle()
+{
+	local n=$1 nonzero=${2:-} p max lvl v
+
+	lvl=$((n % ($(awk '$4 > m { m = $4 } END { print m + 0 }' <<<"$BBRX_POLICY_TABLE") + 1)))
+	while read -r p _ _ max; do
+		if [[ $nonzero == nonzero ]]; then
+			v=$((1 + n % max))
+		else
+			v=$((lvl < max ? lvl : max))
+		fi
+		[[ -n $(policies_usable "$p") ]] || v=0
+		echo "$(policy_ns "$p") $p $v"
+	done <<<"$BBRX_POLICY_TABLE"
+}
+
+# policy_label: policy_cycle's lines on stdin as "a1/t2/r1/d0" (each
+# policy's initial and value), for a test's table.
+policy_label()
+{
+	awk '{ printf "%s%s%s", sep, substr($2, 1, 1), $3; sep = "/" } END { print "" }'
+}
+
+# policies_apply: policy_cycle's lines on stdin; scope 1 in each netns
+# named, then each policy. Returns 1 at the first write that fails.
+policies_apply()
+{
+	local ns p v seen=' '
+
+	while read -r ns p v; do
+		if [[ $seen != *" $ns "* ]]; then
+			bbrx_sysctl_set "$ns" scope 1 || return 1
+			seen+="$ns "
+		fi
+		bbrx_sysctl_set "$ns" "$p" "$v" || return 1
+	done
+}
+
 # policies_usable POLICY...: the named policies whose hooks this kernel
 # must all install.
 policies_usable()

@@ -367,7 +367,7 @@ pb_reset()
 	ip -n "$SND" link set dev "$SND_IF" gso_max_segs 65535
 	ip netns exec "$SND" ethtool -K "$SND_IF" tso on gso on &>/dev/null
 	for ns in "$SND" "$RCV"; do
-		for k in autocork tsq rcvbuf delack scope gso_cap; do
+		for k in $(bbrx_policy_names) scope gso_cap; do
 			bbrx_sysctl_set "$ns" "$k" 0
 		done
 		bbrx_sysctl_set "$ns" lt_bw 1

@@ -14,8 +14,9 @@
 #      closes (with BBRX_KO, which the kernel cannot load by name, every
 #      load is an insmod of it);
 #   2. sender and receiver netns: scope 1 and the policies of level
-#      P = i % 4: autocork P, tsq min(P, 2), rcvbuf min(P, 1),
-#      delack min(P, 2) (P = 0: every policy at the kernel's behaviour);
+#      P = i % 4: each policy min(P, its maximum): autocork P, tsq
+#      min(P, 2), rcvbuf min(P, 1), delack min(P, 2) (policy_cycle,
+#      lib_hooks.sh; P = 0: every policy at the kernel's behaviour);
 #   3. a bbrx socket (cc_setsockopt -H) connects to a sink on the receiver
 #      and stays open: rmmod must fail "in use" and leave the module and
 #      bbrx registered; the socket is closed;
@@ -99,7 +100,7 @@ unload_with()
 
 measure()
 {
-	local i p ac tsq rb dl m how lpid hpid cc err t0
+	local i m how lpid hpid cc err t0
 
 	bbrx_unload || UNLOAD_FAILS+=" initial"
 	: >"$TMPD/flows.rc"
@@ -111,9 +112,8 @@ measure()
 	sleep 2
 	t0=$SECONDS
 	for ((i = 0; i < CYCLES; i++)); do
-		p=$((i % 4))
-		ac=$p tsq=$((p < 2 ? p : 2)) rb=$((p < 1 ? p : 1)) dl=$((p < 2 ? p : 2))
-		CYC_POL[i]="a$ac/t$tsq/r$rb/d$dl"
+		policy_cycle "$i" >"$TMPD/policies"
+		CYC_POL[i]=$(policy_label <"$TMPD/policies")
 		m=$((i % 3))
 		# the kernel loads by name an installed module only (not BBRX_KO)
 		bbrx_on_demand || m=0
@@ -134,12 +134,7 @@ measure()
 		# Only the socket of step 3 may hold the module there.
 		((m == 1)) && ns_sysctl "$RTR" net.ipv4.tcp_congestion_control=cubic
 		CYC_HOOKS[i]=$(hook_states $ALL_HOOKS)
-		{ bbrx_sysctl_set "$SND" scope 1 &&
-		  bbrx_sysctl_set "$SND" autocork "$ac" &&
-		  bbrx_sysctl_set "$SND" tsq "$tsq" &&
-		  bbrx_sysctl_set "$RCV" scope 1 &&
-		  bbrx_sysctl_set "$RCV" rcvbuf "$rb" &&
-		  bbrx_sysctl_set "$RCV" delack "$dl"; } 2>>"$TMPD/set.err" || SET_FAILS+=" $i"
+		policies_apply <"$TMPD/policies" 2>>"$TMPD/set.err" || SET_FAILS+=" $i"
 
 		# A bbrx socket holds the module.
 		ip netns exec "$SND" "$BIN_DIR/cc_setsockopt" -H 60 bbrx "$RCV_IP4" \
@@ -223,7 +218,7 @@ lu_hooks_follow_policies()
 	for ((i = 0; i < CYCLES; i++)); do
 		[[ -z ${CYC_HOOKS[i]:-} ]] && continue
 		[[ ${CYC_HOOKS[i]} == "$ALL_INSTALLED" ]] || bad+=" $i:hooks=${CYC_HOOKS[i]}"
-		if ((i % 4 == 0)); then
+		if [[ ${CYC_POL[i]} =~ ^([a-z]0/?)+$ ]]; then
 			[[ ${CYC_SUM[i]} == 0 && ${CYC_RSUM[i]} == 0 ]] ||
 				bad+=" $i:counters ${CYC_SUM[i]}/${CYC_RSUM[i]} with every policy 0"
 		else
@@ -233,7 +228,7 @@ lu_hooks_follow_policies()
 	done
 	[[ -z $bad ]]
 	check_err $? "cycles where hooks were not installed or did not follow the policies:$bad"
-	log_test "all 5 hooks installed at every load; hook counters 0 at policy 0, moving otherwise"
+	log_test "all $(wc -w <<<"$ALL_HOOKS") hooks installed at every load; hook counters 0 at policy 0, moving otherwise"
 }
 
 lu_flows_complete()

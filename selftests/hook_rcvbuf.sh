@@ -401,6 +401,7 @@ rcv_table()
 
 rcv_setup()
 {
+	measured
 	[[ $(hook_state rcvbuf) == installed && $(hook_state rcvbuf_grow) == installed ]]
 	check_err $? "hooks: '$(hook_line rcvbuf)' '$(hook_line rcvbuf_grow)'"
 	[[ -z $SET_FAILS ]]
@@ -418,6 +419,7 @@ rcv_initial_rb()
 {
 	local rtt m key exp bad='' sst0 sst1
 
+	measured
 	for rtt in $RTTS; do
 		for m in $MODES; do
 			key=$rtt-$m
@@ -446,6 +448,7 @@ rcv_counters()
 {
 	local rtt bad='' n0 n1 g0 g1
 
+	measured
 	for rtt in $RTTS; do
 		[[ ${PROBE_SIZED[$rtt-0]} == 0 && ${PROBE_SIZED[$rtt-1]} == 1 ]] ||
 			bad+=" probe rtt $rtt: RcvbufSized +${PROBE_SIZED[$rtt-0]} / +${PROBE_SIZED[$rtt-1]} (want 0 / 1);"
@@ -469,6 +472,7 @@ rcv_scope0_route()
 {
 	local exp bad=
 
+	measured
 	exp=$(rcv_expected 1 "${PROBE_ADVMSS[s0-1]:-$MSS}")
 	[[ ${PROBE_RB[s0-noroute]} == "$(rcv_expected 0 "$MSS")" && ${PROBE_SIZED[s0-noroute]} == 0 ]] ||
 		bad+=" no route: rb ${PROBE_RB[s0-noroute]}, RcvbufSized +${PROBE_SIZED[s0-noroute]} (a cubic socket must be left alone);"
@@ -586,7 +590,7 @@ rcv_no_regression()
 {
 	local row gm worst='' gains='' r spread margin floor
 
-	((TEST_ATTEMPT > 0)) && measure
+	if ((TEST_ATTEMPT > 0)); then measure; else measured; fi
 	gm=$(for row in $RTTS $S0_ID; do echo "${RATIO[$row]}"; done |
 		awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "%.3f", exp(s / n); else print 0 }')
 	# The margin is 3%, or the runs' own spread where the host makes them
@@ -631,7 +635,6 @@ bg_track $!
 sink_start || { SET_FAILS+=" sink"; }
 listen_wait "$RCV" "$JPORT"
 
-measure
 tests_run
 bbrx_sysctl_set "$RCV" rcvbuf 0
 bbrx_sysctl_set "$RCV" scope 0

@@ -286,6 +286,17 @@ require_qdisc()
 	done
 }
 
+# measured: the test's measure(), run once, by the first case that needs
+# it: a script whose cases do not all share its measurements calls this in
+# those that do, so that TESTS=case pays only for what case reads.
+MEASURED=0
+measured()
+{
+	((MEASURED)) && return 0
+	MEASURED=1
+	measure
+}
+
 # Run each test function of $TESTS (default $ALL_TESTS), then the dmesg check.
 #
 # Performance tests listed in RETRY_TESTS get BBRX_RETRIES (default 1) more

@@ -569,19 +569,15 @@ rcv_ofo_growth()
 		"TCPOFOQueue +$q0 / +$q1, RcvbufGrownOfo +$o0 / +$o1, RcvbufGrown +$g1 in mode 1; Mbit/s $(awk '{ print $4 }' "$TMPD/ofo-0") / $(awk '{ print $4 }' "$TMPD/ofo-1")"
 }
 
-# rcv_spread: the widest half-range of one mode's goodput runs at one RTT,
-# as a fraction of that mode's median (0.013 = the runs lie within +-1.3%).
+# rcv_spread: the widest half_range of one mode's goodput runs at one RTT
+# (0.013 = the runs lie within +-1.3% of their median).
 rcv_spread()
 {
 	local row m
 
 	for row in $RTTS $S0_ID; do
 		for m in $MODES; do
-			awk '{ print $1 }' "$TMPD/$row-$m.res" | sort -g |
-				awk '{ v[NR] = $1 } END {
-					if (NR < 2) { print 0; exit }
-					med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-					if (med > 0) print (v[NR] - v[1]) / 2 / med; else print 0 }'
+			awk '{ print $1 }' "$TMPD/$row-$m.res" | half_range
 		done
 	done | sort -g | tail -n 1
 }
@@ -593,10 +589,9 @@ rcv_no_regression()
 	if ((TEST_ATTEMPT > 0)); then measure; else measured; fi
 	gm=$(for row in $RTTS $S0_ID; do echo "${RATIO[$row]}"; done |
 		awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "%.3f", exp(s / n); else print 0 }')
-	# The margin is 3%, or the runs' own spread where the host makes them
-	# spread more, up to 10%: the per-RTT floor.
+	# noise_margin's 10% at most is the per-RTT floor
 	spread=$(rcv_spread)
-	margin=$(awk -v s="$spread" 'BEGIN { m = s > 0.03 ? s : 0.03; if (m > 0.10) m = 0.10; printf "%.3f", m }')
+	margin=$(noise_margin "$spread")
 	floor=$(calc "1 - $margin")
 	fcmp "$gm" '>=' "$floor"
 	check_ratio $? "geometric mean of per_mss/kernel goodput ratios $gm < $floor (runs spread +-$spread)"

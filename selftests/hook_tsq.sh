@@ -43,10 +43,12 @@
 #     100 Mbit/s.  The report's NIC probably completed in batches tied to
 #     later transmissions, which a fixed delay does not model.
 # So the report's 5% gain is not reproduced here.  The test asserts what
-# it can: post-change at >= 97% of kernel mode (its share of the goodput
-# limit is printed), post-change not below pre-change beyond 3% noise
-# (direction; where the modes behave alike their medians of 3 still
-# differed by up to 0.9%, e.g. 91.33 vs 92.15 in a clean-clone make check),
+# it can: post-change at >= kernel mode's goodput less 3% (its share of
+# the goodput limit is printed), post-change not below pre-change beyond
+# 3% noise (direction; where the modes behave alike their medians of 3
+# still differed by up to 0.9%, e.g. 91.33 vs 92.15 in a clean-clone make
+# check); the 3% widen to the runs' own spread, up to 10%, where a busy
+# host spreads them more (noise_margin, lib.sh),
 # the counters of the mechanism
 # (TsqSingleSkb only in mode 1, TsqWithheld only in mode 2, TsqThrottled in
 # both, bbrx silent in mode 0), and prints the post/pre ratio.  The
@@ -175,9 +177,21 @@ tsq_hook_installed()
 	log_test "tsq hook installed, policies settable, all flows ran" "$HOOK"
 }
 
+# tsq_floor MODE MODE: the lowest ratio of goodput medians that is not a
+# loss: 1 - noise_margin of the two modes' runs.
+tsq_floor()
+{
+	local m sp=()
+
+	for m in "$@"; do
+		sp+=("$(awk '{ print $1 }' "$TMPD/$m.res" | half_range)")
+	done
+	calc "1 - $(noise_margin "${sp[@]}")"
+}
+
 tsq_post_goodput()
 {
-	local r
+	local r floor
 
 	measure_retry
 	# Side by side with mode 0 (the kernel's own rule, which has the
@@ -185,22 +199,24 @@ tsq_post_goodput()
 	# asserted, since a slow or busy host caps every mode alike (CI,
 	# 6.1 rt, 2026-12-01: 86.75 / 87.42 / 87.53 Mbit/s post / pre / kernel).
 	r=$(calc "${GP[1]} / ${GP[0]}")
-	fcmp "${GP[1]}" '>=' "$(calc "0.97 * ${GP[0]}")"
-	check_ratio $? "post-change goodput ${GP[1]} < 97% of kernel mode ${GP[0]} Mbit/s"
+	floor=$(tsq_floor 1 0)
+	fcmp "${GP[1]}" '>=' "$(calc "$floor * ${GP[0]}")"
+	check_ratio $? "post-change goodput ${GP[1]} < $floor x kernel mode ${GP[0]} Mbit/s"
 	fcmp "${GP[1]}" '>=' "$(calc "0.93 * $LIMIT")" ||
 		log_info "post-change ${GP[1]} Mbit/s is below 93% of the $LIMIT Mbit/s limit (kernel mode ${GP[0]}): the VM, not the policy, caps this path"
-	log_test "post-change goodput >= 97% of kernel mode" \
-		"${GP[1]} vs ${GP[0]} Mbit/s, ratio $r, limit $LIMIT"
+	log_test "post-change goodput >= kernel mode's less the runs' noise (3-10%)" \
+		"${GP[1]} vs ${GP[0]} Mbit/s, ratio $r >= $floor, limit $LIMIT"
 }
 
 tsq_post_vs_pre()
 {
-	local r
+	local r floor
 
 	measure_retry
 	r=$(calc "${GP[1]} / ${GP[2]}")
-	fcmp "${GP[1]}" '>=' "$(calc "0.97 * ${GP[2]}")"
-	check_ratio $? "post-change ${GP[1]} below pre-change ${GP[2]} Mbit/s by more than 3%"
+	floor=$(tsq_floor 1 2)
+	fcmp "${GP[1]}" '>=' "$(calc "$floor * ${GP[2]}")"
+	check_ratio $? "post-change ${GP[1]} below $floor x pre-change ${GP[2]} Mbit/s"
 	if [[ ${BBRX_TSQ_STRICT:-0} -eq 1 ]]; then
 		fcmp "${GP[1]}" '>=' "$(calc "1.05 * ${GP[2]}")"
 		check_ratio $? "post-change ${GP[1]} < 1.05 x pre-change ${GP[2]} Mbit/s (report's margin)"
@@ -209,7 +225,7 @@ tsq_post_vs_pre()
 			log_info "NOT REPRODUCED: the report's >= 5% gain of post over pre (ratio $r); see the header"
 	fi
 	log_test "post-change goodput not below pre-change${BBRX_TSQ_STRICT:+ (strict: >= 1.05x)}" \
-		"${GP[1]} vs ${GP[2]} Mbit/s, ratio $r"
+		"${GP[1]} vs ${GP[2]} Mbit/s, ratio $r >= $floor"
 }
 
 tsq_counters()

@@ -380,6 +380,27 @@ mode()
 		awk '$1 > best { best = $1; v = $2 } END { if (!NR) exit 1; print v }'
 }
 
+# half_range: the numbers on stdin -> half their range over their median
+# (0.02: they lie within +-2% of it); 0 for fewer than two.
+half_range()
+{
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (NR < 2) { print 0; exit }
+		med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		print (med > 0 ? (v[NR] - v[1]) / 2 / med : 0) }'
+}
+
+# noise_margin SPREAD...: the margin of a "not below" goodput ratio: 3%, or
+# the widest SPREAD (half_range of one mode's runs) up to 10% where the host
+# made the runs spread more. An idle host's runs agree within ~1% and keep
+# 3%; a busy CI host's spread +-9.5% (docs/results/2026-12-07-ci-noise.md),
+# where 3% judged noise.
+noise_margin()
+{
+	printf '%s\n' "$@" | awk '$1 > m { m = $1 }
+		END { if (m < 0.03) m = 0.03; if (m > 0.10) m = 0.10; printf "%.3f\n", m }'
+}
+
 # calc EXPR: floating point arithmetic with awk.
 calc()
 {

@@ -6,8 +6,9 @@
 #
 # NETNS namespaces (24; BBRX_STRESS_FULL=1: 200), PAR at a time (4).  Each
 # gets: lo up, net.ipv4.tcp_congestion_control=bbrx (a module reference),
-# scope 1 and policies by its index N (autocork N%4, tsq N%3, rcvbuf N%2,
-# delack N%3), a discard sink on the loopback and three flows into it
+# scope 1 and policies by its index N (each N % (its maximum + 1):
+# autocork N%4, tsq N%3, rcvbuf N%2, delack N%3), a discard sink on the
+# loopback and three flows into it
 # (default cc = bbrx over IPv4, cubic over IPv6, bbrx by setsockopt over
 # IPv6, each sending until killed).  Once the flows are established, a
 # "late writer" (perl) opens the netns' delack and tsq policy files, moves
@@ -107,20 +108,30 @@ mem_settle()
 	echo "$(meminfo_kb SUnreclaim) $(meminfo_kb Slab) $(meminfo_kb Percpu)"
 }
 
-# ns_body N AC TSQ RB DL LIBDIR OUT: runs inside netns N (see the header).
+# ns_policies N: netns N's policies, "name=value ..." (the header's rule,
+# each policy N % (its maximum + 1), from BBRX_POLICY_TABLE).
+ns_policies()
+{
+	awk -v n="$1" '{ printf "%s%s=%d", sep, $1, n % ($4 + 1); sep = " " } END { print "" }' \
+		<<<"$BBRX_POLICY_TABLE"
+}
+
+# ns_body N POLICIES LIBDIR OUT PORT: runs inside netns N (see the
+# header); POLICIES as ns_policies prints them.
 ns_body()
 {
-	local n=$1 ac=$2 tsq=$3 rb=$4 dl=$5 lib=$6 out=$7 port=$8
-	local d=/proc/sys/net/ipv4/bbrx i c arm
+	local n=$1 pols=$2 lib=$3 out=$4 port=$5
+	local d=/proc/sys/net/ipv4/bbrx i c arm kv bad=0
 
 	ip link set lo up
 	# 20 Mbit/s per netns: flows that keep sending without eating the
 	# guest's CPU (the hooks act the same, the teardown has work to do).
 	tc qdisc add dev lo root tbf rate 20mbit burst 20k limit 200k 2>>"$out/ns$n.err"
 	{ echo bbrx >/proc/sys/net/ipv4/tcp_congestion_control &&
-	  echo 1 >$d/scope && echo "$ac" >$d/autocork && echo "$tsq" >$d/tsq &&
-	  echo "$rb" >$d/rcvbuf && echo "$dl" >$d/delack; } 2>"$out/ns$n.err" ||
-		{ echo "setup failed" >>"$out/ns$n.err"; return 1; }
+	  echo 1 >$d/scope &&
+	  for kv in $pols; do echo "${kv#*=}" >"$d/${kv%%=*}" || { bad=1; break; }; done &&
+	  ((bad == 0)); } \
+		2>"$out/ns$n.err" || { echo "setup failed" >>"$out/ns$n.err"; return 1; }
 	"$lib/cc_setsockopt" -l -6 "$port" >/dev/null 2>&1 &
 	for ((i = 0; i < 100; i++)); do
 		[[ -n $(ss -ltnH "sport = :$port") ]] && break
@@ -204,7 +215,7 @@ churn_round()
 		ip netns add "$ns" || { UP_BAD+=("$n:netns add failed"); continue; }
 		EXTRA_NETNS+=" $ns"
 		# A subshell's child, not a job: no "Killed" notices.
-		(ip netns exec "$ns" bash -c "$(declare -f ns_body); ns_body $n $((n % 4)) $((n % 3)) $((n % 2)) $((n % 3)) '$BIN_DIR' '$TMPD' $PORT" \
+		(ip netns exec "$ns" bash -c "$(declare -f ns_body); ns_body $n '$(ns_policies "$n")' '$BIN_DIR' '$TMPD' $PORT" \
 			>/dev/null 2>&1 &)
 	done
 	# Up to 180 s, a hang guard: each netns reports once its flows are up.
@@ -221,7 +232,7 @@ churn_round()
 			UP_BAD+=("$n:not ready after 180s ($(head -c 200 "$TMPD/ns$n.err" 2>/dev/null))")
 		else
 			read -r c si arm <"$TMPD/ready$n"
-			((n % 3 == 0)) || [[ $arm == 1 ]] ||
+			[[ " $(ns_policies "$n") " == *" delack=0 "* ]] || [[ $arm == 1 ]] ||
 				ARMED_SEEN_BAD+=" $n:armed=$arm"
 			((c >= 3 && si >= 2)) ||
 				UP_BAD+=("$n:$c flows established, SocketsInit $si ($(head -c 200 "$TMPD/ns$n.err" 2>/dev/null))")

@@ -273,17 +273,12 @@ fg_flow()
 	check_err $? "$2: flow $1 moved no data"
 }
 
-# policies_on [no-autocork]: scope 1 and non-zero policies on both sides.
+# policies_on [no-POLICY]: scope 1 and every policy 1 in its netns
+# (POLICY_SIDE), but POLICY.
 policies_on()
 {
-	local e
-
-	for e in "$SND scope 1" "$SND tsq 1" "$RCV scope 1" "$RCV rcvbuf 1" "$RCV delack 1"; do
-		# shellcheck disable=SC2086  # "ns name value"
-		bbrx_sysctl_set $e || check_err 1 "sysctl $e failed"
-	done
-	[[ $1 == no-autocork ]] && return 0
-	bbrx_sysctl_set "$SND" autocork 1 || check_err 1 "sysctl autocork 1 failed"
+	policy_cycle 0 nonzero | awk -v skip="${1#no-}" '$2 != skip' | policies_apply ||
+		check_err 1 "scope 1 and every policy 1${1:+ ($1)} failed"
 }
 
 # hooks_act WHAT [tbf]: one foreground flow; bbrx's send and receive hook

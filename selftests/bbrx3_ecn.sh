@@ -34,6 +34,7 @@ RETRY_TESTS="ecn_ping"
 source "$(dirname "$0")/lib.sh"
 
 SECS=${BBRX3_ECN_SECS:-8}
+# shellcheck disable=SC2034  # read by reps_more (lib.sh)
 REPS=${BBRX3_ECN_REPS:-2}
 NREP=0			# flows per mode measured so far
 RATE=100	# Mbit/s
@@ -70,20 +71,14 @@ run_mode()
 # measure: REPS more flows per mode, alternating the modes.
 measure()
 {
-	local rep m last=$((NREP + REPS))
+	local rep m
 
-	for ((rep = NREP + 1; rep <= last; rep++)); do
-		for m in $MODES; do
-			run_mode "$m" "$rep"
-		done
-	done
-	NREP=$last
+	reps_more run_mode
 	bbrx_sysctl_set "$SND" bbrx3_ecn 0	# the default
 	for m in $MODES; do
-		for k in GP RTX PING; do
-			local -n a=$k
-			a[$m]=$(for ((rep = 1; rep <= NREP; rep++)); do echo "${a[$m-$rep]}"; done | median)
-		done
+		GP[$m]=$(reps_median GP "$m")
+		RTX[$m]=$(reps_median RTX "$m")
+		PING[$m]=$(reps_median PING "$m")
 	done
 	echo "# ${RATE} Mbit/s, fq_codel ce_threshold 1ms flows 1, RTT ${RTT} ms, ${SECS}s flows, $NREP repetitions"
 	printf '# %-6s %9s %6s %8s  %s\n' mode goodput rtx "ping ms" "per run: goodput/rtx/ping/ECN events"

@@ -35,6 +35,7 @@ RETRY_TESTS="policer_retransmits"
 source "$(dirname "$0")/lib.sh"
 
 SECS=${BBRX_POLICER_SECS:-10}
+# shellcheck disable=SC2034  # read by reps_more (lib.sh)
 REPS=${BBRX_POLICER_REPS:-2}
 NREP=0			# flows per mode measured so far
 POLICE_RATE=20		# Mbit/s
@@ -71,18 +72,13 @@ run_mode()
 # measure: REPS more flows per mode, alternating the modes.
 measure()
 {
-	local rep m last=$((NREP + REPS))
+	local rep m
 
-	for ((rep = NREP + 1; rep <= last; rep++)); do
-		for m in $MODES; do
-			run_mode "$m" "$rep"
-		done
-	done
-	NREP=$last
+	reps_more run_mode
 	bbrx_sysctl_set "$SND" lt_bw 1
 	for m in $MODES; do
-		GP[$m]=$(for ((rep = 1; rep <= NREP; rep++)); do echo "${GP[$m-$rep]}"; done | median)
-		RTX[$m]=$(for ((rep = 1; rep <= NREP; rep++)); do echo "${RTX[$m-$rep]}"; done | median)
+		GP[$m]=$(reps_median GP "$m")
+		RTX[$m]=$(reps_median RTX "$m")
 	done
 	echo "# policer ${POLICE_RATE} Mbit/s (burst $POLICE_BURST B), RTT ${RTT} ms, GSO off, ${SECS}s flows, $NREP repetitions"
 	printf '# %-22s %10s %12s %s\n' mode goodput retransmits "per run: goodput/retransmits/LtBwUsed"

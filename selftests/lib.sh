@@ -380,6 +380,30 @@ mode()
 		awk '$1 > best { best = $1; v = $2 } END { if (!NR) exit 1; print v }'
 }
 
+# reps_more FN [ARG...]: REPS more runs of each mode of MODES, the modes
+# alternating within a repetition: FN ARG... MODE REP for REP = NREP + 1
+# .. NREP + REPS, then NREP grows by REPS. The script sets NREP=0 first.
+reps_more()
+{
+	local rep m last=$((NREP + REPS))
+
+	for ((rep = NREP + 1; rep <= last; rep++)); do
+		for m in $MODES; do
+			"$@" "$m" "$rep"
+		done
+	done
+	NREP=$last
+}
+
+# reps_median ARRAY KEY: the median of ARRAY[KEY-1] .. ARRAY[KEY-NREP].
+reps_median()
+{
+	local -n arr=$1
+	local rep
+
+	for ((rep = 1; rep <= NREP; rep++)); do echo "${arr[$2-$rep]}"; done | median
+}
+
 # half_range: the numbers on stdin -> half their range over their median
 # (0.02: they lie within +-2% of it); 0 for fewer than two.
 half_range()

@@ -37,14 +37,13 @@
 #                 event a change of mode, phase or recovery whose prev_
 #                 fields are the state the event before entered, totals
 #                 of delivered and lost never falling.
-#   trace_hooks   each hook decision with its policy on (scope 1), one 2 s
-#                 flow each: autocork 1 corked, autocork 3 declined (500-byte
-#                 writes; tbf on the sender's NIC so skbs stay charged),
-#                 rcvbuf 1 sized/grown (bulk through the router), delack 1
-#                 push_marked, delack 2 suppressed (1448-byte PSH writes),
-#                 tsq 1 single_skb, tsq 2 withheld (bulk over late TX
-#                 completions, 3 ms, as hook_tsq.sh).
-#                 The decision's counter moved and the events of that
+#   trace_hooks   the decision names of the hook events' format are those
+#                 of BBRX_DECISION_TABLE (lib_hooks.sh); each row of that
+#                 table with its policy on (scope 1), one 2 s flow of its
+#                 workload (on 6.1: autocork 1 corked, 3 declined; tsq 1
+#                 single_skb, 2 withheld, over late TX completions, 3 ms,
+#                 as hook_tsq.sh; rcvbuf 1 sized, grown; delack 1
+#                 push_marked, 2 suppressed). The decision's counter moved and the events of that
 #                 decision in the netns equal its delta (no ring-buffer
 #                 overrun allowed), each carrying the policy set and a
 #                 non-zero value; then with every event disabled a flow
@@ -219,17 +218,19 @@ trace_rounds()
 	log_test "round events of bbrx and bbrx3 agree with the flows" "${ROUND_MSG%; }"
 }
 
-# hook_case NS SYSCTL VALUE EVENT DECISION COUNTER WORKLOAD: one decision.
+# hook_case POLICY VALUE DECISION COUNTER WORKLOAD: one row of
+# BBRX_DECISION_TABLE, in the netns the policy acts in.
 hook_case()
 {
-	local ns=$1 knob=$2 val=$3 ev=$4 dec=$5 ctr=$6 work=$7
-	local ino c0 c1 d n of pol zero
+	local knob=$1 val=$2 dec=$3 ctr=$4 work=work_$5 ev=bbrx_$1
+	local ns ino c0 c1 d n of pol zero
 
 	if [[ -z $(policies_usable "$knob") ]]; then
 		# its hooks are refused on this kernel (BBRX_EXPECT_REFUSED)
 		HOOK_MSG+="$knob not traced (refused here); "
 		return
 	fi
+	ns=$(policy_ns "$knob")
 	ino=$(netns_ino "$ns")
 	bbrx_sysctl_set "$ns" "$knob" "$val" || { check_err 1 "sysctl $knob=$val in $ns"; return; }
 	c0=$(bbrx_stat "$ctr" "$ns")
@@ -248,6 +249,39 @@ hook_case()
 	HOOK_MSG+="$knob=$val $dec $n/$d; "
 }
 
+# hook_cases late|other: the rows of BBRX_DECISION_TABLE whose workload
+# is late_bulk, or all the others.
+hook_cases()
+{
+	local which=$1 r
+	local -a rows
+
+	mapfile -t rows <<<"$BBRX_DECISION_TABLE"
+	for r in "${rows[@]}"; do
+		# shellcheck disable=SC2086  # the row's fields
+		set -- $r
+		if [[ $5 == late_bulk ]]; then
+			[[ $which == late ]] && hook_case "$@"
+		else
+			[[ $which == other ]] && hook_case "$@"
+		fi
+	done
+}
+
+# decisions_as_table: the decision names of the hook events' format
+# (__print_symbolic of enum bbrx_trace_decision) are those of
+# BBRX_DECISION_TABLE, no more, no fewer.
+decisions_as_table()
+{
+	local mod tab
+
+	mod=$(grep -o '{ [0-9]*, "[a-z_]*" }' "$EV_DIR/bbrx_autocork/format" |
+		sed -E 's/.*"([a-z_]*)".*/\1/' | sort -u | tr '\n' ' ')
+	tab=$(awk '{ print $3 }' <<<"$BBRX_DECISION_TABLE" | sort -u | tr '\n' ' ')
+	[[ -n $mod && $mod == "$tab" ]]
+	check_err $? "the module's decisions '$mod', BBRX_DECISION_TABLE's (lib_hooks.sh) '$tab'"
+}
+
 work_small_writes()
 {
 	shape_sender_tbf 100
@@ -260,6 +294,11 @@ work_bulk()
 {
 	flow_run "$1" cubic "$HOOK_SECS" >/dev/null
 	check_err $? "$1: flow failed"
+}
+
+work_late_bulk()
+{
+	work_bulk "$@"
 }
 
 work_psh()
@@ -275,12 +314,8 @@ trace_hooks()
 	HOOK_MSG=
 	bbrx_sysctl_set "$SND" scope 1 && bbrx_sysctl_set "$RCV" scope 1
 	check_err $? "scope 1 failed"
-	hook_case "$SND" autocork 1 bbrx_autocork corked AutocorkCorked work_small_writes
-	hook_case "$SND" autocork 3 bbrx_autocork declined AutocorkDeclined work_small_writes
-	hook_case "$RCV" rcvbuf 1 bbrx_rcvbuf sized RcvbufSized work_bulk
-	hook_case "$RCV" rcvbuf 1 bbrx_rcvbuf grown RcvbufGrown work_bulk
-	hook_case "$RCV" delack 1 bbrx_delack push_marked DelackPushMarked work_psh
-	hook_case "$RCV" delack 2 bbrx_delack suppressed DelackPushSuppressed work_psh
+	decisions_as_table
+	hook_cases other
 
 	# Disabled: nothing written while every hook acts and bbrx flows run.
 	# shellcheck disable=SC2046  # a list of policy names
@@ -301,11 +336,10 @@ trace_hooks()
 		bbrx_sysctl_set "$(policy_ns "$p")" "$p" 0
 	done
 
-	# TSQ's single-skb case needs TX completions that come late
-	# (hook_tsq.sh): last, as the setup re-routes the sender.
+	# The late_bulk rows (TSQ's single-skb case needs TX completions that
+	# come late, hook_tsq.sh): last, as the setup re-routes the sender.
 	if late_completion_setup 100 3000; then
-		hook_case "$SND" tsq 1 bbrx_tsq single_skb TsqSingleSkb work_bulk
-		hook_case "$SND" tsq 2 bbrx_tsq withheld TsqWithheld work_bulk
+		hook_cases late
 	else
 		check_err 1 "late completion setup failed"
 	fi

@@ -3,9 +3,10 @@
 #
 # Other tools on the functions bbrx hooks.
 #
-# tracefs kprobe events: one event on the entry of each of the five hooked
-# functions (tcp_push, tcp_small_queue_check.isra.0, tcp_rcv_space_adjust
-# or on 7.x tcp_rcvbuf_grow, tcp_init_transfer, tcp_event_data_recv).
+# tracefs kprobe events: one event on the entry of the function of each
+# hook, as the loaded module names it in /proc/net/bbrx_hooks (on 6.1:
+# tcp_push, tcp_small_queue_check.isra.0, tcp_init_transfer,
+# tcp_rcv_space_adjust, tcp_event_data_recv; hooked_funcs_read).
 # These are ftrace-based kprobes
 # without IPMODIFY, so they share a function with bbrx's redirects.  Both
 # orders, each with a cubic background flow running across bbrx's load and
@@ -17,10 +18,10 @@
 # Asserts: every hook installed next to the events; the events count hits
 # (kprobe_profile) on every function while bbrx acts and again after it is
 # gone, with lines in `trace`; bbrx's hook counters move; after rmmod,
-# enabled_functions holds only the events' kprobe ops on the five
+# enabled_functions holds only the events' kprobe ops on the hooked
 # functions (count 1, kprobe_ftrace_handler, no IPMODIFY flag, nothing of
 # tcp_bbrx by name or address) and the kprobe list has no probe inside one
-# of them (bbrx's delack probe sits at tcp_event_data_recv+0x1f8); the
+# of them (bbrx's delack probe sits at tcp_event_data_recv+0x1f8 on 6.1); the
 # flows complete.
 #
 # Livepatch: klp_tcp_push.ko (klp_tcp_push/, built on the host by the
@@ -55,20 +56,14 @@ ALL_TESTS="
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hooks.sh"
 
-# rcvbuf_grow's target: tcp_rcv_space_adjust through 6.12, tcp_rcvbuf_grow
-# where the kernel has it (7.x; the module is not loaded yet to say so).
-RSA=tcp_rcv_space_adjust
-grep -q ' tcp_rcvbuf_grow$' /proc/kallsyms && RSA=tcp_rcvbuf_grow
-FUNCS="tcp_push tcp_small_queue_check.isra.0 $RSA tcp_init_transfer tcp_event_data_recv"
-# The four functions bbrx takes through ftrace (delack is an int3 kprobe
-# inside tcp_event_data_recv, not on its ftrace site).
-FTRACE_FUNCS="tcp_push tcp_small_queue_check.isra.0 $RSA tcp_init_transfer"
+# The hooked functions, read from the loaded module (hooked_funcs_read):
+# HOOK_FN[hook] the function each installed hook sits in, FUNCS all of
+# them, FTRACE_FUNCS those whose ftrace site bbrx takes; EV_FN[event] the
+# function of each kprobe event (c_HOOK_SFX).
+declare -A HOOK_FN=() EV_FN=()
+FUNCS=
+FTRACE_FUNCS=
 EV_GROUP=bbrx_coexist
-declare -A EV_FN=([c_push_$SFX]=tcp_push
-		  [c_sqc_$SFX]=tcp_small_queue_check.isra.0
-		  [c_rsa_$SFX]=$RSA
-		  [c_itr_$SFX]=tcp_init_transfer
-		  [c_edr_$SFX]=tcp_event_data_recv)
 TRACE_BUF_KB=
 KLP=klp_tcp_push
 KLP_KO=$BIN_DIR/klp_tcp_push/klp_tcp_push.ko
@@ -80,6 +75,32 @@ FLOW_SECS=1
 
 ##############################################################################
 # tracefs
+
+# hooked_funcs_read: with tcp_bbrx loaded, HOOK_FN, FUNCS, FTRACE_FUNCS and
+# EV_FN. A hook's function is the second field of /proc/net/bbrx_hooks,
+# resolved at load (delack's probe sits inside tcp_event_data_recv on
+# 6.1, tcp_measure_rcv_mss on 6.12; rcvbuf_grow replaces
+# tcp_rcv_space_adjust or, on 7.x, tcp_rcvbuf_grow). bbrx takes a
+# function's ftrace site when enabled_functions names tcp_bbrx's ops on
+# it; a kprobe inside a function leaves the entry to the events. Read
+# once, before the cases: events_first puts the events on before bbrx
+# loads.
+hooked_funcs_read()
+{
+	local h f
+
+	for h in $(hooks_usable $ALL_HOOKS); do
+		f=$(awk -v h="$h" '$1 == h { print $2 }' /proc/net/bbrx_hooks)
+		[[ -n $f ]] || continue
+		HOOK_FN[$h]=$f
+		EV_FN[c_${h}_$SFX]=$f
+		FUNCS+="${FUNCS:+ }$f"
+		awk -v f="$f" '$1 == f && /tcp_bbrx/ { ok = 1 } END { exit !ok }' \
+			"$TRACEFS/enabled_functions" && FTRACE_FUNCS+="${FTRACE_FUNCS:+ }$f"
+	done
+	log_info "hooked functions: $(for h in "${!HOOK_FN[@]}"; do echo -n "$h=${HOOK_FN[$h]} "; done)(ftrace site: $FTRACE_FUNCS)"
+	[[ -n $FUNCS && -n $FTRACE_FUNCS ]]
+}
 
 # unload_then_events W: rmmod bbrx, the background flow completes, only the
 # events are left on the functions and they still fire; then remove them.
@@ -151,7 +172,7 @@ trace_lines_check()
 	check_err $? "$1: no line in trace for:$bad"
 }
 
-# ef_lines: enabled_functions lines of the five functions.
+# ef_lines: enabled_functions lines of the hooked functions.
 ef_lines()
 {
 	local re
@@ -173,7 +194,7 @@ bbrx_range()
 }
 
 # ef_check_events_only WHAT: after bbrx left, enabled_functions shows on
-# the five functions only the events' kprobe ops, nothing of bbrx's.
+# the hooked functions only the events' kprobe ops, nothing of bbrx's.
 ef_check_events_only()
 {
 	local what=$1 f line a bad=
@@ -202,7 +223,7 @@ ef_check_events_only()
 	kprobes_check "$what"
 }
 
-# kprobes_check WHAT: no kprobe inside one of the five functions (the
+# kprobes_check WHAT: no kprobe inside one of the hooked functions (the
 # events sit at +0x0, or at +0x4 past the ENDBR64 on IBT kernels (6.12);
 # bbrx's delack probe at tcp_event_data_recv+0x1f8).
 kprobes_check()
@@ -221,7 +242,7 @@ kprobes_check()
 # Flows and bbrx
 
 # bg_flow_start: back-to-back cubic flows (8 KiB writes, TCP_NODELAY) of
-# BG_SECS each on BG_PORT until bg_flow_wait, so ftrace's ops on the five
+# BG_SECS each on BG_PORT until bg_flow_wait, so ftrace's ops on the hooked
 # functions change under traffic.  "K rc" per flow in bg.rc.
 bg_flow_start()
 {
@@ -354,8 +375,8 @@ events_first()
 	sleep 1
 	load_all "$w"
 	ef_lines >"$TMPD/ef-both.txt"
-	[[ $(grep -c ' (2) ' "$TMPD/ef-both.txt") -eq 4 ]]
-	check_err $? "$w: expected 2 ops (event + bbrx) on each of the 4 ftrace'd functions: $(tr '\n' ';' <"$TMPD/ef-both.txt")"
+	[[ $(grep -c ' (2) ' "$TMPD/ef-both.txt") -eq $(wc -w <<<"$FTRACE_FUNCS") ]]
+	check_err $? "$w: expected 2 ops (event + bbrx) on each function bbrx takes through ftrace ($FTRACE_FUNCS): $(tr '\n' ';' <"$TMPD/ef-both.txt")"
 	policies_on
 	events_hits "$TMPD/h0"
 	hooks_act "$w"
@@ -401,7 +422,7 @@ bbrx_first()
 	unload_then_events "$w"
 	ef_lines >"$TMPD/ef.txt"
 	[[ ! -s $TMPD/ef.txt ]]
-	check_err $? "$w: enabled_functions not empty of the five functions at the end: $(tr '\n' ';' <"$TMPD/ef.txt")"
+	check_err $? "$w: enabled_functions not empty of the hooked functions at the end: $(tr '\n' ';' <"$TMPD/ef.txt")"
 	log_info "$w: after rmmod: event hits $AFTER_SUMMARY; $BG_SUMMARY across load and unload"
 	log_test "bbrx first, then kprobe events (removed and re-added under bbrx), bbrx unloads: events keep firing, nothing of bbrx left"
 }
@@ -557,6 +578,12 @@ all_hooks_read
 # shellcheck disable=SC2086  # a list of hook names
 require_hooks $ALL_HOOKS
 require_topo
+if ! hooked_funcs_read; then
+	RET=1 retmsg="no hooked function read from /proc/net/bbrx_hooks and enabled_functions: $(cat /proc/net/bbrx_hooks)"
+	log_test "read the functions tcp_bbrx hooks"
+	tests_done
+	exit 1
+fi
 # Room for a flow's events in the trace buffer (restored at exit).
 TRACE_BUF_KB=$(cat "$TRACEFS/buffer_size_kb")
 [[ $TRACE_BUF_KB =~ ^[0-9]+$ ]] || TRACE_BUF_KB=

@@ -80,6 +80,36 @@ declare -A POLICY_HOOKS=([autocork]=autocork [tsq]=tsq [rcvbuf]="rcvbuf rcvbuf_g
 # sender's sockets, the receive-path ones on the receiver's.
 declare -A POLICY_SIDE=([autocork]=SND [tsq]=SND [rcvbuf]=RCV [delack]=RCV)
 
+# POLICY_COUNTERS: the /proc/net/bbrx_stat counters of each policy's
+# hooks (module/bbrx_hooks.h's BBRX_HOOK_STAT lines), each of which
+# counts an act once: RcvbufGrownOfo, a part of RcvbufGrown, is not one.
+# The bench records them per flow (scripts/bench/bench-matrix.sh).
+declare -A POLICY_COUNTERS=([autocork]="AutocorkCorked AutocorkDeclined"
+			    [tsq]="TsqThrottled TsqSingleSkb TsqWithheld"
+			    [rcvbuf]="RcvbufSized RcvbufGrown"
+			    [delack]="DelackPushMarked DelackPushSuppressed")
+
+# BBRX_DECISION_TABLE: the decisions the hooks report, one line
+# "POLICY VALUE DECISION COUNTER WORKLOAD": with net.ipv4.bbrx.POLICY =
+# VALUE (scope 1 in policy_ns POLICY), a flow of WORKLOAD makes the
+# policy's hooks emit bbrx:bbrx_POLICY events with decision=DECISION, each
+# also counted by COUNTER in /proc/net/bbrx_stat (module/bbrx_trace.h,
+# enum bbrx_trace_decision; module/bbrx_hooks.h). Workloads, from the
+# sender: small_writes (500-byte TCP_NODELAY writes into a 100 Mbit/s tbf
+# on its NIC, so skbs stay charged to the socket), bulk, psh (1448-byte
+# TCP_NODELAY writes) and late_bulk (bulk over TX completions that come
+# late, late_completion_setup). bbrx_trace.sh checks the module's
+# decisions against it in both directions.
+BBRX_DECISION_TABLE="\
+autocork 1 corked AutocorkCorked small_writes
+autocork 3 declined AutocorkDeclined small_writes
+tsq 1 single_skb TsqSingleSkb late_bulk
+tsq 2 withheld TsqWithheld late_bulk
+rcvbuf 1 sized RcvbufSized bulk
+rcvbuf 1 grown RcvbufGrown bulk
+delack 1 push_marked DelackPushMarked psh
+delack 2 suppressed DelackPushSuppressed psh"
+
 # policy_ns POLICY: the netns POLICY acts in (POLICY_SIDE).
 policy_ns()
 {
@@ -310,9 +340,10 @@ require_hooks()
 	[[ -z $skip ]] || ksft_exit_skip "a hook this test needs is not installed on this kernel: $skip"
 }
 
-
-# The /proc/net/bbrx_stat counters that move only when a hook acts.
-HOOK_COUNTERS_RE='^(AutocorkCorked|AutocorkDeclined|TsqThrottled|TsqSingleSkb|TsqWithheld|RcvbufSized|RcvbufGrown|DelackPushMarked|DelackPushSuppressed)$'
+# The /proc/net/bbrx_stat counters that move only when a hook acts,
+# those of every policy (POLICY_COUNTERS).
+HOOK_COUNTERS_RE="^($(for p in "${!POLICY_COUNTERS[@]}"; do echo "${POLICY_COUNTERS[$p]}"; done |
+	tr ' ' '\n' | sort | paste -sd '|'))\$"
 
 # hooks_counters_sum NS: sum of the hook counters of the netns (one read).
 hooks_counters_sum()

@@ -4,7 +4,8 @@
 # bench-matrix.sh - the scenario matrix of `make bench`, sourced by the host
 # driver (scripts/bench/bench, to count the steps and order the boots) and by the
 # guest (scripts/guest/bench-guest.sh, to run them), so both agree on what a step
-# is.  Definitions only: no side effects.
+# is.  Definitions only: no side effects (it sources the selftests' hook
+# tables, selftests/lib_hooks.sh, definitions too).
 #
 # Usage: BENCH_QUICK=0|1|2 BENCH_REPS=N [BENCH_ARMS="ARM..."]
 #        [BENCH_GROUPS="GROUP..."] [BENCH_BASE_ARMS=1] source bench-matrix.sh
@@ -243,16 +244,21 @@ bench_secs()
 	fi
 }
 
+# The hook scenarios are named by their policy: its hooks, the side it
+# acts on and its counters are the selftests' tables (POLICY_HOOKS,
+# POLICY_SIDE, POLICY_COUNTERS in selftests/lib_hooks.sh; beside this file
+# in the guest's stage, which bench-guest.sh has sourced already).
+if ! declare -p POLICY_HOOKS >/dev/null 2>&1; then
+	# shellcheck source=../../selftests/lib_hooks.sh
+	source "$(dirname "${BASH_SOURCE[0]}")/../../selftests/lib_hooks.sh"
+fi
+
 # bench_hooks SCEN: the hooks the scenario installs (module parameter
-# disable= gets the others, so each boot carries only what it measures).
+# disable= gets the others, so each boot carries only what it measures);
+# none for a scenario that is not a policy.
 bench_hooks()
 {
-	case $1 in
-	autocork) echo "autocork" ;;
-	tsq) echo "tsq" ;;
-	rcvbuf) echo "rcvbuf rcvbuf_grow" ;;
-	delack) echo "delack" ;;
-	esac
+	echo "${POLICY_HOOKS[$1]:-}"
 }
 
 # bench_policy_ns SCEN: where an arm's sysctl goes (snd or rcv); receive-side
@@ -260,10 +266,17 @@ bench_hooks()
 # receiver's socket's congestion control.
 bench_policy_ns()
 {
-	case $1 in
-	rcvbuf|delack) echo rcv ;;
-	*) echo snd ;;
-	esac
+	local side=${POLICY_SIDE[$1]:-SND}
+
+	echo "${side,,}"
+}
+
+# bench_hook_counters SCEN: the /proc/net/bbrx_stat counters the scenario
+# records per flow in its policy's netns (bench_policy_ns); none for a
+# scenario that is not a policy.
+bench_hook_counters()
+{
+	echo "${POLICY_COUNTERS[$1]:-}"
 }
 
 # bench_reps SCEN: repetitions per arm.  "fidelity" tests whether bbrx's

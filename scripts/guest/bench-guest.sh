@@ -66,6 +66,8 @@ FAILS_ALL=0
 # scenario_init SCEN: the per-scenario globals.
 scenario_init()
 {
+	local c
+
 	SCEN=$1
 	OUT=${VM_OUT:-/tmp/bench-out}/$SCEN
 	RUNS=$OUT/runs.jsonl
@@ -86,12 +88,17 @@ scenario_init()
 	case $SCEN in
 	bottleneck|shallow|policer|loss) CTRS_SND+=(Bbrx:Bbrx3InflightHiLoss Bbrx:Bbrx3InflightLoLoss) ;;
 	ecn) CTRS_SND+=(Bbrx:Bbrx3InflightHiEcn Bbrx:Bbrx3InflightLoEcn) ;;
-	autocork) CTRS_SND+=(TcpExtTCPAutoCorking Bbrx:AutocorkCorked Bbrx:AutocorkDeclined) ;;
+	autocork) CTRS_SND+=(TcpExtTCPAutoCorking) ;;
 	fidelity) CTRS_SND+=(Bbrx:LtBwUsed) ;;
-	tsq) CTRS_SND+=(Bbrx:TsqThrottled Bbrx:TsqSingleSkb Bbrx:TsqWithheld) ;;
-	rcvbuf) CTRS_RCV+=(Bbrx:RcvbufSized Bbrx:RcvbufGrown) ;;
-	delack) CTRS_RCV+=(Bbrx:DelackPushMarked Bbrx:DelackPushSuppressed) ;;
 	esac
+	# A hook scenario's counters, in its policy's netns.
+	for c in $(bench_hook_counters "$SCEN"); do
+		if [[ $(bench_policy_ns "$SCEN") == rcv ]]; then
+			CTRS_RCV+=("Bbrx:$c")
+		else
+			CTRS_SND+=("Bbrx:$c")
+		fi
+	done
 }
 
 # scenario_done: tear the scenario's namespaces and servers down (the next

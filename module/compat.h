@@ -12,7 +12,10 @@
 #include <linux/ftrace.h>
 #include <linux/string.h>
 #include <asm/cpufeature.h>
-#include <asm/ibt.h>
+#include <asm/ptrace.h>
+#ifdef CONFIG_X86_64
+#include <asm/ibt.h>		/* IBT's ENDBR64: x86 only */
+#endif
 #include <linux/uaccess.h>
 #include <net/net_namespace.h>
 #include <net/tcp.h>
@@ -96,22 +99,22 @@ bbrx_register_net_sysctl(struct net *net, const char *path,
 #endif
 
 /*
- * The hooks redirect x86-64 functions whose arguments they read from the
- * ftrace registers (SysV ABI: first argument in rdi).
+ * A hooked function's first argument, from the registers ftrace saved
+ * (FTRACE_OPS_FL_SAVE_REGS): rdi on x86-64, x0 on arm64, as the
+ * architecture's regs_get_kernel_argument() knows.
  */
-#ifndef CONFIG_X86_64
-#error "bbrx hooks support x86-64 only"
-#endif
-
 static __always_inline unsigned long bbrx_fregs_arg0(struct ftrace_regs *fregs)
 {
-	return ftrace_get_regs(fregs)->di;
+	return regs_get_kernel_argument(ftrace_get_regs(fregs), 0);
 }
 
 /*
  * 6.2 renamed ftrace_instruction_pointer_set() (upstream "ftrace: rename
  * ftrace_instruction_pointer_set() -> ftrace_regs_set_instruction_pointer()",
- * Mark Rutland, Nov 2022).
+ * Mark Rutland, Nov 2022); the probe reads include/linux/ftrace.h, whose
+ * fallback (for architectures without it) has the name of its time.
+ * arm64's 6.1 headers have only that fallback, which does nothing: no
+ * hook is installed on arm64 (arm64/verify.c).
  */
 static __always_inline void bbrx_fregs_set_ip(struct ftrace_regs *fregs,
 					      unsigned long ip)
@@ -134,12 +137,12 @@ static __always_inline void bbrx_fregs_set_ip(struct ftrace_regs *fregs,
  */
 static inline bool bbrx_is_endbr(u32 insn)
 {
-#ifndef BBRX_HAVE___IS_ENDBR
-	return is_endbr(insn);
-#elif defined(CONFIG_X86_KERNEL_IBT)
+#ifndef CONFIG_X86_KERNEL_IBT
+	return false;	/* no ENDBR64 to find (arm64, x86 without IBT) */
+#elif defined(BBRX_HAVE___IS_ENDBR)
 	return __is_endbr(insn);
 #else
-	return false;	/* such headers define __is_endbr() only with IBT */
+	return is_endbr(insn);
 #endif
 }
 

@@ -52,7 +52,6 @@
 #include "bbrx.h"
 #include "compat.h"
 #include "hook.h"
-#include "verify.h"
 
 /* The rows, each defined in its hook's own file. */
 struct bbrx_hook *const bbrx_hooks[BBRX_HOOK_MAX] = {

@@ -13,6 +13,7 @@
 #include <linux/types.h>
 
 #include "bbrx.h"
+#include "hook_arch.h"
 
 struct kprobe;
 struct seq_file;
@@ -62,6 +63,9 @@ extern unsigned long bbrx_disable_mask;
 extern unsigned long bbrx_fault_calls_mask;
 
 const char *bbrx_hook_str(const struct bbrx_hook *h);
+/* resolve.c */
+int bbrx_hook_resolver_init(void);
+unsigned long bbrx_hook_resolve(const char *symbol);
 void bbrx_hook_switches_init(void);
 bool bbrx_ftrace_off(void);
 const char *bbrx_hook_inactive(const struct bbrx_hook *h);

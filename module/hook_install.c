@@ -17,7 +17,6 @@
 #include "bbrx.h"
 #include "compat.h"
 #include "hook.h"
-#include "verify.h"
 
 static const char * const bbrx_hook_state_names[] = {
 	[BBRX_HOOK_NEW] = "not-installed",

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * What the hook verifiers read kernel text with, and the checks every hook
- * shares: the kernel's symbol resolver and x86 instruction decoder found
- * at load, byte-pattern and ftrace-site checks, ModRM register helpers, a
- * walk over a function's instructions, the sole-entry check of one
- * instruction and the check that a redirect's replacement cannot block
- * (bbrx_hook_calls_check()). The hook files (autocork.c, tsq.c, rcvbuf.c,
- * delack.c) prove with these the shape their handler depends on;
+ * What the x86-64 hook verifiers read kernel text with, and the checks
+ * every hook shares: the kernel's x86 instruction decoder found at load,
+ * byte-pattern and ftrace-site checks, ModRM register helpers, a walk over
+ * a function's instructions, the sole-entry check of one instruction and
+ * the check that a redirect's replacement cannot block
+ * (bbrx_hook_calls_check()). Each hook's verifier beside this file
+ * (autocork_verify.c, tsq_verify.c, rcvbuf_verify.c, delack_verify.c)
+ * proves with these the shape its handler in module/ depends on;
  * hook_install.c installs what they accept. Nothing here installs or
  * changes anything.
  */
@@ -19,10 +20,8 @@
 
 #include "bbrx.h"
 #include "compat.h"
+#include "hook.h"
 #include "verify.h"
-
-/* kallsyms_lookup_name() is not exported since 5.7; found once at load. */
-static unsigned long (*bbrx_kallsyms_lookup_name)(const char *name);
 
 /* For bbrx_hook_walk(): the kernel's own decoder and symbol sizes. */
 static int (*bbrx_insn_decode)(struct insn *insn, const void *kaddr,
@@ -67,31 +66,15 @@ static const char * const bbrx_leaf_calls[] = {
 static unsigned long bbrx_leaf_addr[ARRAY_SIZE(bbrx_leaf_calls)];
 
 /**
- * bbrx_hook_resolver_init() - find the kernel's symbol resolver and decoder
+ * bbrx_verify_init() - find what the x86-64 verifiers call in the kernel
  *
- * The kprobe API resolves names for us. Only kallsyms_lookup_name() itself
- * is probed (briefly, with no handlers): never a hot TCP function while
- * traffic runs through it. Also finds insn_decode(), the symbol sizes and
- * the addresses of bbrx_leaf_calls[]; a helper whose part is missing
- * refuses with its reason. Process context (module load).
- *
- * Return: 0, register_kprobe()'s error, or -ENOEXEC when
- * kallsyms_lookup_name() cannot be called through a pointer (IBT).
+ * The kernel's instruction decoder insn_decode(), the symbol sizes and the
+ * addresses of bbrx_leaf_calls[]; a helper whose part is missing refuses
+ * with its reason. After the resolver is set up; process context.
  */
-int bbrx_hook_resolver_init(void)
+void bbrx_verify_init(void)
 {
-	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };
-	unsigned long addr;
-	int err, i;
-
-	err = register_kprobe(&kp);
-	if (err < 0)
-		return err;
-	unregister_kprobe(&kp);
-	addr = bbrx_kprobe_func_start((unsigned long)kp.addr);
-	if (!bbrx_indirect_call_ok(addr))
-		return -ENOEXEC;
-	bbrx_kallsyms_lookup_name = (void *)addr;
+	int i;
 
 	BUILD_BUG_ON(!__same_type(&insn_decode, bbrx_insn_decode));
 	BUILD_BUG_ON(!__same_type(&kallsyms_lookup_size_offset,
@@ -105,21 +88,6 @@ int bbrx_hook_resolver_init(void)
 
 	for (i = 0; i < ARRAY_SIZE(bbrx_leaf_calls); i++)
 		bbrx_leaf_addr[i] = bbrx_hook_resolve(bbrx_leaf_calls[i]);
-
-	return 0;
-}
-
-/**
- * bbrx_hook_resolve() - address of a kernel symbol, exported or not
- * @symbol: exact kallsyms name (local names with suffixes, e.g. ".isra.0")
- *
- * Return: the address, or 0 if the symbol does not exist or no resolver.
- */
-unsigned long bbrx_hook_resolve(const char *symbol)
-{
-	if (!bbrx_kallsyms_lookup_name)
-		return 0;
-	return bbrx_kallsyms_lookup_name(symbol);
 }
 
 /**

@@ -21,6 +21,8 @@
 #include <asm/insn.h>
 
 #include "bbrx.h"
+#include "hook.h"
+#include "verify.h"
 
 static bool bbrx_verify_selftest_on;
 module_param_named(verify_selftest, bbrx_verify_selftest_on, bool, 0444);

@@ -30,16 +30,30 @@ hook_states()
 }
 
 # BBRX_EXPECT_REFUSED: hooks the kernel under test is known to refuse,
-# space separated (set by an "env" line of scripts/ci/lanes.conf for a kernel
-# whose docs/kernels.md entry says why; empty: every hook installs).
+# space separated, or "all" (set by an "env" line of scripts/ci/lanes.conf
+# for a kernel whose docs/kernels.md entry says why; empty: every hook
+# installs). BBRX_EXPECT_REASON: an ERE their reasons must match (default:
+# any reason), e.g. "arm64: verifier not implemented".
 # hook_expected NAME: the state hook NAME must have on this kernel.
 hook_expected()
 {
-	if [[ " ${BBRX_EXPECT_REFUSED:-} " == *" $1 "* ]]; then
+	if hook_expected_refused "$1"; then
 		echo refused
 	else
 		echo installed
 	fi
+}
+
+# hook_expected_refused NAME: BBRX_EXPECT_REFUSED names NAME (or is all).
+hook_expected_refused()
+{
+	[[ ${BBRX_EXPECT_REFUSED:-} == all || " ${BBRX_EXPECT_REFUSED:-} " == *" $1 "* ]]
+}
+
+# hook_expected_reason: the ERE an expected refusal's reason matches.
+hook_expected_reason()
+{
+	echo "${BBRX_EXPECT_REASON:-.}"
 }
 
 # hooks_expected NAME...: hook_expected of each, joined by "/".
@@ -263,7 +277,7 @@ hook_required()
 	local r=${BBRX_REQUIRE_HOOKS:-}
 
 	if [[ $r == all ]]; then
-		[[ " ${BBRX_EXPECT_REFUSED:-} " != *" $1 "* ]]
+		! hook_expected_refused "$1"
 	else
 		[[ " $r " == *" $1 "* ]]
 	fi
@@ -283,7 +297,7 @@ hooks_require_check()
 			echo "# BBRX_REQUIRE_HOOKS: '$h' is not a hook of tcp_bbrx (hooks:$known; or all)"
 			exit 1
 		fi
-		if [[ " ${BBRX_EXPECT_REFUSED:-} " == *" $h "* ]]; then
+		if hook_expected_refused "$h"; then
 			echo "# BBRX_REQUIRE_HOOKS and BBRX_EXPECT_REFUSED both name '$h'"
 			exit 1
 		fi

@@ -106,6 +106,9 @@ static void bbrx_rcvbuf_init_transfer(struct sock *sk)
 	u32 mss, rwnd, rcvmem;
 	int target;
 
+	/* the entry hook reads the socket, tcp_init_transfer()'s first argument */
+	BUILD_BUG_ON(!__same_type(&tcp_init_transfer,
+				  void (*)(struct sock *, int, struct sk_buff *)));
 	if (!bbrx_rcvbuf_acts(sk, bn))
 		return;
 
@@ -210,7 +213,9 @@ static void bbrx_rcvbuf_grow(struct sock *sk)
 	typeof(tp->rcvq_space.space) prev;
 	u32 rtt_us8;
 	s64 copied;
-	u64 now_ns, win;
+
+	/* the replacement takes the headers' prototype */
+	BUILD_BUG_ON(!__same_type(&tcp_rcv_space_adjust, &bbrx_rcvbuf_grow));	u64 now_ns, win;
 
 	/* What tcp_mstamp_refresh() does (not exported). */
 	now_ns = tcp_clock_ns();
@@ -276,6 +281,8 @@ static void bbrx_rcvbuf_grow(struct sock *sk, u32 newval)
 	u32 oldval = tp->rcvq_space.space, rtt_us, low_rtt;
 	u64 win;
 
+	/* the replacement takes the headers' prototype */
+	BUILD_BUG_ON(!__same_type(&tcp_rcvbuf_grow, &bbrx_rcvbuf_grow));
 	tp->rcvq_space.space = newval;
 	if (!READ_ONCE(net->ipv4.sysctl_tcp_moderate_rcvbuf) || !tp->advmss)
 		return;

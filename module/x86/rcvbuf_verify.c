@@ -174,8 +174,6 @@ int bbrx_rcvbuf_verify(unsigned long addr, char *reason, size_t len)
 	long at[RB_FACTS];
 	int err;
 
-	BUILD_BUG_ON(!__same_type(&tcp_init_transfer,
-				  void (*)(struct sock *, int, struct sk_buff *)));
 	err = bbrx_hook_sized_entry(addr, &size, reason, len);
 	if (err)
 		return err;
@@ -472,13 +470,6 @@ int bbrx_rcvbuf_grow_verify(unsigned long addr, char *reason, size_t len)
 		snprintf(reason, len, "%s", misfit);
 		return -ENOEXEC;
 	}
-#ifdef BBRX_HAVE_TCP_RCVBUF_GROW
-	BUILD_BUG_ON(!__same_type(&tcp_rcvbuf_grow,
-				  void (*)(struct sock *, u32)));
-#else
-	BUILD_BUG_ON(!__same_type(&tcp_rcv_space_adjust,
-				  void (*)(struct sock *)));
-#endif
 	err = bbrx_hook_sized_entry(addr, &size, reason, len);
 	if (err)
 		return err;

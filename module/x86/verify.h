@@ -12,7 +12,6 @@
 #include <asm/insn.h>
 
 struct insn;
-struct pt_regs;
 
 int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 		     size_t rlen);
@@ -135,9 +134,6 @@ int bbrx_tsq_prologue(const u8 *text, size_t size, size_t start, u32 off,
 /* The prologue is followed this far; a copy of it has an insn to spare. */
 #define BBRX_TSQ_SCAN	64
 #define BBRX_TSQ_TEXT	(BBRX_TSQ_SCAN + MAX_INSN_SIZE)
-
-/* verify_selftest.c */
-void bbrx_verify_selftest(void);
 
 /* rcvbuf_verify.c: its parts, for verify_selftest.c */
 /* What bbrx_rcvbuf_init_transfer() relies on tcp_init_transfer() to do. */

@@ -79,8 +79,12 @@ check-dkms: deps check-version
 deb: check-version
 	@$(S)/deps --deb
 	$(S)/ci/deb-build $(DEB_DIR)
+# the host's package in an overlay of the host, then the arm64 one in an
+# arm64 chroot of the host's release under qemu-user
 check-deb: deps deb
 	$(S)/ci/deb-check $(DEB_DIR)/$(shell $(S)/ci/deb-build --name)
+	$(S)/ci/deb-build -a arm64 $(DEB_DIR)-arm64 >/dev/null
+	DEB_CHECK_ARCH=arm64 $(S)/ci/deb-check $(DEB_DIR)-arm64/$(shell $(S)/ci/deb-build -a arm64 --name)
 check-deb-trixie: deps deb
 	DEB_CHECK_SUITE=trixie $(S)/ci/deb-check $(DEB_DIR)/$(shell $(S)/ci/deb-build --name)
 check-kselftest: deps
@@ -117,4 +121,4 @@ check-fidelity: deps
 .NOTPARALLEL:
 check-full: $(addprefix check-full-,$(call lane_kernels,full)) \
 	$(addprefix check-stress-,$(call lane_kernels,stress)) \
-	check-full-bench check-fidelity check-cost check-deb-trixie
+	check-full-bench check-fidelity check-cost check-deb check-deb-trixie

@@ -343,10 +343,10 @@ bool bbrx_hook_fault(enum bbrx_hook_id id);
 static inline bool bbrx_sk_in_scope(const struct sock *sk,
 				    const struct bbrx_net *bn)
 {
-	if (sk_is_mptcp(sk))
-		return false;
 	const void *ops;
 
+	if (sk_is_mptcp(sk))
+		return false;
 	if (READ_ONCE(bn->scope) == BBRX_SCOPE_ALL)
 		return true;
 	ops = READ_ONCE(inet_csk(sk)->icsk_ca_ops);

@@ -213,9 +213,10 @@ static void bbrx_rcvbuf_grow(struct sock *sk)
 	typeof(tp->rcvq_space.space) prev;
 	u32 rtt_us8;
 	s64 copied;
+	u64 now_ns, win;
 
 	/* the replacement takes the headers' prototype */
-	BUILD_BUG_ON(!__same_type(&tcp_rcv_space_adjust, &bbrx_rcvbuf_grow));	u64 now_ns, win;
+	BUILD_BUG_ON(!__same_type(&tcp_rcv_space_adjust, &bbrx_rcvbuf_grow));
 
 	/* What tcp_mstamp_refresh() does (not exported). */
 	now_ns = tcp_clock_ns();

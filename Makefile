@@ -84,7 +84,7 @@ deb: check-version
 check-deb: deps deb
 	$(S)/ci/deb-check $(DEB_DIR)/$(shell $(S)/ci/deb-build --name)
 	$(S)/ci/deb-build -a arm64 $(DEB_DIR)-arm64 >/dev/null
-	DEB_CHECK_ARCH=arm64 $(S)/ci/deb-check $(DEB_DIR)-arm64/$(shell $(S)/ci/deb-build -a arm64 --name)
+	$(S)/ci/deb-check $(DEB_DIR)-arm64/$(shell $(S)/ci/deb-build -a arm64 --name)
 check-deb-trixie: deps deb
 	DEB_CHECK_SUITE=trixie $(S)/ci/deb-check $(DEB_DIR)/$(shell $(S)/ci/deb-build --name)
 check-kselftest: deps

@@ -79,8 +79,8 @@ check-dkms: deps check-version
 deb: check-version
 	@$(S)/deps --deb
 	$(S)/ci/deb-build $(DEB_DIR)
-# the host's package in an overlay of the host, then the arm64 one in an
-# arm64 chroot of the host's release under qemu-user
+# the host's package in an overlay of the host, then the arm64 one in the
+# arm64 chroot of its pinned kernels' suite, under qemu-user (deb-check)
 check-deb: deps deb
 	$(S)/ci/deb-check $(DEB_DIR)/$(shell $(S)/ci/deb-build --name)
 	$(S)/ci/deb-build -a arm64 $(DEB_DIR)-arm64 >/dev/null

@@ -90,9 +90,14 @@
 #        a marked one again.
 #   signals_random_loss    20 Mbit/s, 20 ms, 0.5% random loss, a 2 x BDP
 #        buffer, SECS: in the second half of the PROBE_BW rounds the
-#        median inflight_hi (where set) is at least one BDP (bw x min_rtt
-#        of the same rounds, in packets): loss below loss_thresh (2%) must
-#        not pin the bound under the pipe.
+#        median inflight_hi (where set) is at least 0.9 of one BDP (bw x
+#        min_rtt of the same rounds, in packets): loss below loss_thresh
+#        (2%) on average must not pin the bound under the pipe.  The margin:
+#        a flight of ~30 packets reads one loss as 3.3%, over loss_thresh,
+#        so a probe may set the bound at the flight it reached, near one
+#        BDP; the ratio was 0.96 in one make check run and 1.12 to 3.0 in
+#        ten others (2026-12-07).  A bound that never grows back stays near
+#        beta (0.7) of the target.
 #   signals_loss_rate      50 Mbit/s, 60 ms, a 2 x BDP buffer, every 80th
 #        packet dropped on the router (1.25%, under loss_thresh's 2% of any
 #        flight of 250 packets or more, give or take a loss), bbrx3_beta
@@ -596,8 +601,8 @@ signals_random_loss()
 	fi
 	((n >= 4))
 	check_err $? "only $n PROBE_BW rounds"
-	((hi == 0)) || fcmp "$hi" '>=' "$bdp"
-	check_err $? "median inflight_hi $hi packets below the BDP, $bdp packets, in the last half of $n PROBE_BW rounds"
+	((hi == 0)) || fcmp "$hi" '>=' "$(calc "$bdp * 0.9")"
+	check_err $? "median inflight_hi $hi packets below 0.9 of the BDP, $bdp packets, in the last half of $n PROBE_BW rounds"
 	log_test "0.5% random loss does not pin inflight_hi below the BDP" \
 		"median inflight_hi ${hi/#0/unset} vs BDP $bdp packets over the last half of $n PROBE_BW rounds, $(iperf3_goodput "$TMPD/randloss.json") Mbit/s, $(iperf3_retrans "$TMPD/randloss.json") retransmits"
 }

@@ -13,12 +13,49 @@
 #include <linux/string.h>
 #include <asm/cpufeature.h>
 #include <asm/ptrace.h>
-#ifdef CONFIG_X86_64
-#include <asm/ibt.h>		/* IBT's ENDBR64: x86 only */
+#ifdef BBRX_HAVE_ASM_IBT_H
+#include <asm/ibt.h>		/* IBT's ENDBR64: x86 5.18+ */
 #endif
 #include <linux/uaccess.h>
 #include <net/net_namespace.h>
 #include <net/tcp.h>
+
+/*
+ * 5.18 added accessors for tp->snd_cwnd (upstream 40570375356c, "tcp: add
+ * accessors to read/set tp->snd_cwnd"); older kernels get the same names.
+ */
+#ifndef BBRX_HAVE_TCP_SND_CWND
+static inline u32 tcp_snd_cwnd(const struct tcp_sock *tp)
+{
+	return tp->snd_cwnd;
+}
+
+static inline void tcp_snd_cwnd_set(struct tcp_sock *tp, u32 val)
+{
+	tp->snd_cwnd = val;
+}
+#endif
+
+/*
+ * 6.2 named the bounded random number get_random_u32_below() (upstream
+ * e8a533cbeb79, "treewide: use get_random_u32_below() instead of
+ * deprecated function"); before, prandom_u32_max() gave the same range.
+ */
+#ifndef BBRX_HAVE_GET_RANDOM_U32_BELOW
+static inline u32 get_random_u32_below(u32 ceil)
+{
+	return prandom_u32_max(ceil);
+}
+#endif
+
+/*
+ * 5.19 let gso_max_size exceed 64 KB and kept the old limit as
+ * GSO_LEGACY_MAX_SIZE (upstream 7c4e983c4f3c, "net: allow gso_max_size to
+ * exceed 65536"); before, GSO_MAX_SIZE was that limit.
+ */
+#ifndef GSO_LEGACY_MAX_SIZE
+#define GSO_LEGACY_MAX_SIZE	((unsigned int)GSO_MAX_SIZE)
+#endif
 
 /*
  * .cong_control gained (ack, flag) in 6.10 (upstream 57bfc7605ca5, "tcp: add
@@ -96,6 +133,44 @@ bbrx_register_net_sysctl(struct net *net, const char *path,
 #define BBRX_CTL_TABLE const struct ctl_table
 #else
 #define BBRX_CTL_TABLE struct ctl_table
+#endif
+
+/*
+ * 5.11 gave ftrace callbacks a struct ftrace_regs in place of the pt_regs
+ * (upstream d19ad0775dcd, "ftrace: Have the callbacks receive a struct
+ * ftrace_regs instead of pt_regs"). Older kernels get the type, wrapping
+ * the pt_regs ftrace saves for FTRACE_OPS_FL_SAVE_REGS, its accessors, and
+ * for each callback a wrapper of the older signature.
+ */
+#ifdef BBRX_HAVE_FTRACE_REGS
+#define BBRX_FTRACE_FUNC(fn)	fn
+#define BBRX_DEFINE_FTRACE_WRAPPER(fn)
+#else
+struct ftrace_regs {
+	struct pt_regs regs;
+};
+
+static __always_inline struct pt_regs *ftrace_get_regs(struct ftrace_regs *fregs)
+{
+	return &fregs->regs;
+}
+
+static __always_inline void
+ftrace_instruction_pointer_set(struct ftrace_regs *fregs, unsigned long ip)
+{
+	instruction_pointer_set(&fregs->regs, ip);
+}
+
+#define BBRX_FTRACE_FUNC(fn)	fn##_pt_regs
+#define BBRX_DEFINE_FTRACE_WRAPPER(fn)					\
+static void notrace fn##_pt_regs(unsigned long ip,			\
+				 unsigned long parent_ip,		\
+				 struct ftrace_ops *ops,		\
+				 struct pt_regs *regs)			\
+{									\
+	fn(ip, parent_ip, ops,						\
+	   container_of(regs, struct ftrace_regs, regs));		\
+}
 #endif
 
 /*

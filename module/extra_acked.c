@@ -15,6 +15,7 @@
 #include <net/tcp.h>
 
 #include "bbrx.h"
+#include "compat.h"
 
 #define BBRX_EXTRA_ACKED_MAX_US	100000	/* cap: bw x 100 ms of packets */
 #define BBRX_ACK_EPOCH_MAX	0xFFFFF	/* epoch_acked bit-field limit */

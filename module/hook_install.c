@@ -53,6 +53,9 @@ static void notrace bbrx_hook_entry_thunk(unsigned long ip,
 	h->entry((struct sock *)bbrx_fregs_arg0(fregs));
 }
 
+BBRX_DEFINE_FTRACE_WRAPPER(bbrx_hook_thunk)
+BBRX_DEFINE_FTRACE_WRAPPER(bbrx_hook_entry_thunk)
+
 static __printf(2, 3) void bbrx_hook_refuse(struct bbrx_hook *h,
 					    const char *fmt, ...)
 {
@@ -136,11 +139,11 @@ static void bbrx_hook_install(struct bbrx_hook *h, int id)
 		bbrx_hook_install_kprobe(h);
 		return;
 	case BBRX_HOOK_ENTRY:
-		h->fops.func = bbrx_hook_entry_thunk;
+		h->fops.func = BBRX_FTRACE_FUNC(bbrx_hook_entry_thunk);
 		h->fops.flags = FTRACE_OPS_FL_SAVE_REGS;
 		break;
 	case BBRX_HOOK_REDIRECT:
-		h->fops.func = bbrx_hook_thunk;
+		h->fops.func = BBRX_FTRACE_FUNC(bbrx_hook_thunk);
 		h->fops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY;
 		break;
 	}

@@ -3,6 +3,7 @@
  * bbrx trace events: the one object their code is generated in (the
  * events and their fields are in bbrx_trace.h).
  */
+#include "compat.h"
 #define CREATE_TRACE_POINTS
 #include "bbrx_trace.h"
 

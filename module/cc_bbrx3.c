@@ -709,10 +709,12 @@ static enum b3_too_high b3_is_inflight_too_high(struct sock *sk,
 						const struct bbrx_net *bn,
 						const struct b3_flight *f)
 {
+	s32 ce = bbrx_rs_delivered_ce(rs);
+
 	if (b3_loss_too_high(bn, f))
 		return B3_TOO_HIGH_LOSS;
-	if (rs->delivered_ce > 0 && b3_ecn_eligible(sk, bn) &&
-	    (u64)rs->delivered_ce * PERMILLE >
+	if (ce > 0 && b3_ecn_eligible(sk, bn) &&
+	    (u64)ce * PERMILLE >
 	    (u64)READ_ONCE(bn->bbrx3_ecn_thresh) * rs->delivered)
 		return B3_TOO_HIGH_ECN;
 	return B3_OK;

@@ -49,6 +49,26 @@ static inline u32 get_random_u32_below(u32 ceil)
 #endif
 
 /*
+ * The CE-marked packets a rate sample delivered: rs->delivered_ce, from
+ * the per-skb snapshot of tp->delivered_ce that 6.1's tcp_rate.c keeps.
+ * 5.10 keeps neither, so a sample reads no CE there: bbrx3's ECN rule for
+ * inflight_hi does not fire, while its per-round ECN signals (ecn_alpha,
+ * STARTUP's ECN exit, the lower bounds' cut) read tp->delivered_ce, which
+ * 5.10 has.
+ */
+#ifdef BBRX_HAVE_RS_DELIVERED_CE
+static inline s32 bbrx_rs_delivered_ce(const struct rate_sample *rs)
+{
+	return rs->delivered_ce;
+}
+#else
+static inline s32 bbrx_rs_delivered_ce(const struct rate_sample *rs)
+{
+	return 0;
+}
+#endif
+
+/*
  * 5.19 let gso_max_size exceed 64 KB and kept the old limit as
  * GSO_LEGACY_MAX_SIZE (upstream 7c4e983c4f3c, "net: allow gso_max_size to
  * exceed 65536"); before, GSO_MAX_SIZE was that limit.

@@ -22,7 +22,8 @@
  * Everything else tcp_push() does stays the kernel's: PSH marking (unless
  * MSG_MORE, or half the peer's max window written since the last push),
  * the urgent pointer for MSG_OOB, the EOR rule (no corking onto an skb that
- * ends a record), TcpExtTCPAutoCorking, and MSG_MORE as TCP_NAGLE_CORK.
+ * ends a record) where the kernel has it, TcpExtTCPAutoCorking, and
+ * MSG_MORE as TCP_NAGLE_CORK.
  */
 #include <linux/kernel.h>
 #include <linux/snmp.h>
@@ -32,6 +33,14 @@
 #include "bbrx_trace.h"
 #include "compat.h"
 #include "hook.h"
+
+/*
+ * Does the kernel's tcp_push() decline to cork onto an skb that ends a
+ * record (tcp_skb_can_collapse_to(), in 6.1's tcp_should_autocork(); not in
+ * 5.10's)? Set by the verifier from the function's code, before the hook is
+ * installed.
+ */
+bool bbrx_autocork_eor = true;
 
 /* Not exported; resolved at load and called with tcp_push()'s arguments. */
 void (*bbrx_push_pending_frames)(struct sock *sk, unsigned int cur_mss,
@@ -101,7 +110,7 @@ static void bbrx_autocork_tcp_push(struct sock *sk, int flags,
 	cork = skb->len < size_goal &&
 	       READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_autocorking) &&
 	       refcount_read(&sk->sk_wmem_alloc) > skb->truesize &&
-	       tcp_skb_can_collapse_to(skb);
+	       (!bbrx_autocork_eor || tcp_skb_can_collapse_to(skb));
 	if (cork) {
 		bool kernel_corks = !tcp_rtx_queue_empty(sk);
 

@@ -38,6 +38,8 @@ extern void (*bbrx_push_pending_frames)(struct sock *sk, unsigned int cur_mss,
 					int nonagle);
 /* tsq.c: the kernel caps every socket, not only unpaced ones (7.x) */
 extern bool bbrx_tsq_clamp_all;
+/* autocork.c: the kernel's tcp_push() declines EOR skbs (6.1; not 5.10) */
+extern bool bbrx_autocork_eor;
 /* delack.c: the socket's register at the probed mark, the mark's bytes */
 extern int bbrx_delack_reg;
 extern int bbrx_delack_len;

@@ -289,9 +289,11 @@ static const struct bbrx_body_spec bbrx_ac_spec = {
  * the netns (sk_net), its MIB and the flags argument (%esi). Every memory access
  * through sk, the skb or the netns must be to a field bbrx's tcp_push uses
  * too (a kernel whose tcp_push reads another field decides on something
- * ours does not); every fact of bbrx_ac_fact_name[] must be there; no call
- * but the ftrace site (and a debug kernel's instrumentation); every branch
- * out of the function goes to __tcp_push_pending_frames or a return thunk.
+ * ours does not); every fact of bbrx_ac_fact_name[] must be there but the
+ * EOR test, which 5.10 lacks (@found tells; the replacement follows); no
+ * call but the ftrace site (and a debug kernel's instrumentation); every
+ * branch out of the function goes to __tcp_push_pending_frames or a return
+ * thunk.
  *
  * Return: 0, or -ENOEXEC (-ENOENT without the decoder) with @reason.
  */
@@ -315,7 +317,8 @@ int bbrx_autocork_body(const u8 *text, size_t size, unsigned long addr,
 	if (err)
 		return err;
 	for (i = 0; i < BBRX_AC_FACTS; i++) {
-		if (found->at[i] < 0) {
+		/* 5.10's tcp_should_autocork() has no EOR rule: followed */
+		if (found->at[i] < 0 && i != BBRX_AC_EOR) {
 			snprintf(reason, len, "tcp_push has no %s",
 				 bbrx_ac_fact_name[i]);
 			return -ENOEXEC;
@@ -371,9 +374,14 @@ int bbrx_autocork_verify(unsigned long addr, char *reason, size_t len)
 	if (err)
 		return err;
 	for (i = 0; i < BBRX_AC_FACTS; i++)
-		n += scnprintf(line + n, sizeof(line) - n, " %#lx", found.at[i]);
-	pr_info("bbrx: autocork: tcp_push (%zu bytes) does what bbrx's does; facts at%s\n",
-		size, line);
+		if (found.at[i] >= 0)
+			n += scnprintf(line + n, sizeof(line) - n, " %#lx",
+				       found.at[i]);
+	bbrx_autocork_eor = found.at[BBRX_AC_EOR] >= 0;
+	pr_info("bbrx: autocork: tcp_push (%zu bytes) does what bbrx's does%s; facts at%s\n",
+		size, bbrx_autocork_eor ? "" :
+		" (no EOR rule: it corks onto an skb that ends a record, and so do the policies)",
+		line);
 	bbrx_push_pending_frames = (void *)target;
 	return 0;
 }

@@ -54,6 +54,12 @@ static const char * const bbrx_leaf_calls[] = {
 	"__rcu_read_lock", "__rcu_read_unlock", "ktime_get", "rcu_is_watching",
 	"debug_lockdep_rcu_enabled", "lock_acquire", "lock_release",
 	"rcu_read_lock_held", "lockdep_rcu_suspicious",
+	/*
+	 * 5.10's rcu_read_unlock() without PREEMPT_RCU: returns at once
+	 * unless CONFIG_RCU_STRICT_GRACE_PERIOD (a debug option), which
+	 * spins (udelay), never sleeps
+	 */
+	"rcu_read_unlock_strict",
 	"__kasan_check_read", "__kasan_check_write",
 	"__asan_report_load1_noabort", "__asan_report_load2_noabort",
 	"__asan_report_load4_noabort", "__asan_report_load8_noabort",
@@ -142,8 +148,11 @@ long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
  * @rlen: size of @reason
  *
  * The site (after ENDBR64 on IBT kernels) is "call __fentry__" while traced
- * and the 5-byte NOP ftrace writes over it otherwise; either means the compiler kept the function
- * whole (not a clone with another ABI) and ftrace manages its entry.
+ * and the 5-byte NOP ftrace writes over it otherwise; either means the
+ * compiler kept the function whole (not a clone with another ABI) and
+ * ftrace manages its entry. The NOP is 0f 1f 44 00 00 since 5.15 (upstream
+ * "x86: Remove dynamic NOP selection"); 5.10 writes its atomic NOP5,
+ * 66 66 66 66 90, on x86-64.
  *
  * Return: 0, or -ENOEXEC (-EFAULT if unreadable) with @reason.
  */
@@ -151,6 +160,7 @@ int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 		     size_t rlen)
 {
 	static const u8 nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	static const u8 nop5_atomic[] = { 0x66, 0x66, 0x66, 0x66, 0x90 };
 	u8 text[sizeof(nop5)];
 
 	addr += bbrx_endbr_len(addr);
@@ -160,7 +170,8 @@ int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 	}
 	if (fault)
 		text[0] ^= 0xff;
-	if (text[0] == 0xe8 || !memcmp(text, nop5, sizeof(nop5)))
+	if (text[0] == 0xe8 || !memcmp(text, nop5, sizeof(nop5)) ||
+	    !memcmp(text, nop5_atomic, sizeof(nop5_atomic)))
 		return 0;
 	snprintf(reason, rlen, "no ftrace site at entry (%*ph)",
 		 (int)sizeof(text), text);
@@ -860,9 +871,14 @@ static int bbrx_body_step(const struct insn *insn, size_t off, void *ctx)
 	bool ended = b->ended;
 	u8 tag = 0;
 
-	/* nops (endbr64, padding with prefixes) and int3: flow goes on */
+	/*
+	 * nops (endbr64, padding with prefixes, 5.10's 66 66 66 66 90 at the
+	 * ftrace site; 0x90 without REX, as REX.B makes it xchg %r8) and int3:
+	 * flow goes on
+	 */
 	if ((insn->opcode.nbytes == 2 && op == 0x0f &&
 	     (insn->opcode.bytes[1] == 0x1e || insn->opcode.bytes[1] == 0x1f)) ||
+	    (insn->opcode.nbytes == 1 && op == 0x90 && !insn->rex_prefix.nbytes) ||
 	    (op == 0xcc && insn->opcode.nbytes == 1)) {
 		if (!bbrx_body_merge(b, off))
 			b->ended = ended;

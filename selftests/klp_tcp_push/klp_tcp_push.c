@@ -28,7 +28,9 @@
 #include <linux/moduleparam.h>
 #include <linux/uaccess.h>
 #include <net/tcp.h>
-#include <asm/ibt.h>
+#ifdef KLP_HAVE_ASM_IBT_H
+#include <asm/ibt.h>		/* 5.18+ */
+#endif
 
 static void (*klp_push_pending_frames)(struct sock *sk, unsigned int cur_mss,
 				       int nonagle);

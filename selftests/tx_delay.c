@@ -27,8 +27,10 @@
  * tsq: relax tcp_small_queue_check() when rtx queue contains a single skb"
  * had (fec NIC, 100 Mbit/s).
  *
- * Exits 0 when the program is pinned; prints the verifier log and exits 1
- * otherwise; 2 on bad arguments.  DELAY_US: 0..2000000.
+ * hold sets the delivery time with bpf_skb_set_tstamp() (5.18+), else
+ * by writing skb->tstamp (5.10).  Exits 0 when the program is pinned;
+ * prints the verifier log and exits 1 otherwise; 2 on bad arguments.
+ * DELAY_US: 0..2000000.
  */
 #include <errno.h>
 #include <linux/bpf.h>
@@ -60,7 +62,8 @@ static int parse(const char *s, long min, long max, long *out)
 	return errno || *s == '\0' || *end != '\0' || *out < min || *out > max;
 }
 
-static int load_and_pin(const char *path, struct bpf_insn *prog, unsigned int n)
+/* Loads @prog; on failure, prints the verifier's log if @report. */
+static int prog_load(struct bpf_insn *prog, unsigned int n, int report)
 {
 	static char log[65536];
 	union bpf_attr attr;
@@ -75,11 +78,17 @@ static int load_and_pin(const char *path, struct bpf_insn *prog, unsigned int n)
 	attr.log_size = sizeof(log);
 	attr.log_level = 1;
 	fd = sys_bpf(BPF_PROG_LOAD, &attr);
-	if (fd < 0) {
+	if (fd < 0 && report)
 		fprintf(stderr, "tx_delay: BPF_PROG_LOAD: %s\n%s\n", strerror(errno), log);
-		return 1;
-	}
+	return fd;
+}
 
+static int pin(const char *path, int fd)
+{
+	union bpf_attr attr;
+
+	if (fd < 0)
+		return 1;
 	memset(&attr, 0, sizeof(attr));
 	attr.pathname = (uintptr_t)path;
 	attr.bpf_fd = fd;
@@ -118,7 +127,7 @@ int main(int argc, char **argv)
 			INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_redirect),
 			INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 		};
-		return load_and_pin(argv[2], prog, ARRAY_SIZE(prog));
+		return pin(argv[2], prog_load(prog, ARRAY_SIZE(prog), 1));
 	}
 	if (argc == 4 && !strcmp(argv[1], "hold")) {
 		if (parse(argv[3], 0, 2000000, &a))
@@ -137,7 +146,25 @@ int main(int argc, char **argv)
 			INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, TC_ACT_OK),
 			INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 		};
-		return load_and_pin(argv[2], prog, ARRAY_SIZE(prog));
+		/*
+		 * Before 5.18 (no bpf_skb_set_tstamp()): skb->tstamp, which
+		 * a tc program may write since 5.0, holds the EDT in the
+		 * mono clock that fq reads.
+		 */
+		struct bpf_insn old[] = {
+			INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_6, BPF_REG_1, 0, 0),
+			INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ktime_get_ns),
+			INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_0, 0, 0, (int32_t)(a * 1000)),
+			INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_0,
+			     offsetof(struct __sk_buff, tstamp), 0),
+			INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, TC_ACT_OK),
+			INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+		};
+		int fd = prog_load(prog, ARRAY_SIZE(prog), 0);
+
+		if (fd < 0)
+			fd = prog_load(old, ARRAY_SIZE(old), 1);
+		return pin(argv[2], fd);
 	}
 	return usage();
 }

@@ -18,7 +18,7 @@
 #include "uapi/bbrx.h"
 
 /* Also PACKAGE_VERSION in dkms.conf; the Makefile checks they agree. */
-#define BBRX_VERSION "0.3.0"
+#define BBRX_VERSION "0.4.0"
 
 /* Counters of /proc/net/bbrx_stat, in file order (names in stats.c). */
 enum bbrx_stat_item {

@@ -83,9 +83,9 @@ deb: check-version
 # arm64 chroot of its pinned kernels' suite, under qemu-user (deb-check)
 check-deb: deps deb
 	$(S)/ci/deb-check $(DEB_DIR)/$(shell $(S)/ci/deb-build --name)
-	DEB_CHECK_SUITE=bullseye $(S)/ci/deb-check $(DEB_DIR)/$(shell $(S)/ci/deb-build --name)
 	$(S)/ci/deb-build -a arm64 $(DEB_DIR)-arm64 >/dev/null
 	$(S)/ci/deb-check $(DEB_DIR)-arm64/$(shell $(S)/ci/deb-build -a arm64 --name)
+	DEB_CHECK_SUITE=bullseye $(S)/ci/deb-check $(DEB_DIR)/$(shell $(S)/ci/deb-build --name)
 check-deb-trixie: deps deb
 	DEB_CHECK_SUITE=trixie $(S)/ci/deb-check $(DEB_DIR)/$(shell $(S)/ci/deb-build --name)
 check-kselftest: deps

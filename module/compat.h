@@ -21,6 +21,15 @@
 #include <net/tcp.h>
 
 /*
+ * The x86-64 verifiers decode with insn_decode() (upstream "x86/insn: Add
+ * an insn_decode() API", 5.12; Debian's 5.10.0-32 carries it through
+ * stable). Headers without it cannot build the verifiers.
+ */
+#if defined(CONFIG_X86_64) && !defined(BBRX_HAVE_INSN_DECODE)
+#error "bbrx: no insn_decode() in these headers (5.12+, some 5.10 stable)"
+#endif
+
+/*
  * 5.18 added accessors for tp->snd_cwnd (upstream 40570375356c, "tcp: add
  * accessors to read/set tp->snd_cwnd"); older kernels get the same names.
  */

@@ -434,7 +434,8 @@ rcv_initial_rb()
 		sst0=${PROBE_SST[$rtt-0]:-0}
 		sst1=${PROBE_SST[$rtt-1]:-0}
 		exp=$(( $(rcv_expected 0 "$MSS") / 2 - ${PROBE_ADVMSS[$rtt-0]:-$MSS} ))
-		[[ $sst0 == "$exp" || $sst0 == "$((exp - 12))" ]] ||
+		[[ $(uname -r) == 5.10.* ]] && exp=$((exp - 12))
+		[[ $sst0 == "$exp" ]] ||
 			bad+=" rtt $rtt kernel rcv_ssthresh $sst0 (want window_clamp $exp);"
 		fcmp "$sst1" '>' "$sst0" ||
 			bad+=" rtt $rtt per_mss rcv_ssthresh $sst1 not above kernel's $sst0;"

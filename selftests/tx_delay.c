@@ -62,10 +62,11 @@ static int parse(const char *s, long min, long max, long *out)
 	return errno || *s == '\0' || *end != '\0' || *out < min || *out > max;
 }
 
+static char log[65536];		/* the verifier's log of the last load */
+
 /* Loads @prog; on failure, prints the verifier's log if @report. */
 static int prog_load(struct bpf_insn *prog, unsigned int n, int report)
 {
-	static char log[65536];
 	union bpf_attr attr;
 	int fd;
 
@@ -162,8 +163,13 @@ int main(int argc, char **argv)
 		};
 		int fd = prog_load(prog, ARRAY_SIZE(prog), 0);
 
-		if (fd < 0)
+		/* only for a kernel that lacks the helper, any other error shown */
+		if (fd < 0 && errno == EINVAL && strstr(log, "invalid func unknown#")) {
+			fprintf(stderr, "tx_delay: no bpf_skb_set_tstamp(): hold writes skb->tstamp\n");
 			fd = prog_load(old, ARRAY_SIZE(old), 1);
+		} else if (fd < 0) {
+			fprintf(stderr, "tx_delay: BPF_PROG_LOAD: %s\n%s\n", strerror(errno), log);
+		}
 		return pin(argv[2], fd);
 	}
 	return usage();

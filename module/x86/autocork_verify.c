@@ -92,6 +92,7 @@ struct bbrx_ac_walk {
 	const struct bbrx_autocork_shape *sh;
 	unsigned long push;		/* the tail call's target */
 	int wmem;			/* reads of sk_wmem_alloc so far */
+	bool eor_read;			/* any access to the eor bit's byte */
 	struct bbrx_autocork_found *found;
 };
 
@@ -115,12 +116,15 @@ static int bbrx_ac_sk_field(const struct bbrx_autocork_shape *sh, u32 off)
 /* The fields of sk, the skb and the netns bbrx's tcp_push touches. */
 static bool bbrx_ac_field(struct bbrx_body *b, int tag, u32 off)
 {
-	const struct bbrx_autocork_shape *sh = ((struct bbrx_ac_walk *)b->ctx)->sh;
+	struct bbrx_ac_walk *w = b->ctx;
+	const struct bbrx_autocork_shape *sh = w->sh;
 
 	switch (tag) {
 	case AC_SK:
 		return bbrx_ac_sk_field(sh, off) >= 0;
 	case AC_SKB:
+		if (off == sh->skb_eor)
+			w->eor_read = true;
 		return off == sh->skb_len || off == sh->skb_truesize ||
 		       off == sh->skb_flags || off == sh->skb_eor;
 	case AC_NET:
@@ -290,7 +294,8 @@ static const struct bbrx_body_spec bbrx_ac_spec = {
  * through sk, the skb or the netns must be to a field bbrx's tcp_push uses
  * too (a kernel whose tcp_push reads another field decides on something
  * ours does not); every fact of bbrx_ac_fact_name[] must be there but the
- * EOR test, which 5.10 lacks (@found tells; the replacement follows); no
+ * EOR test, which 5.10 lacks (@found tells; the replacement follows), and
+ * which may be missing only where nothing touches the eor bit's byte; no
  * call but the ftrace site (and a debug kernel's instrumentation); every
  * branch out of the function goes to __tcp_push_pending_frames or a return
  * thunk.
@@ -317,8 +322,12 @@ int bbrx_autocork_body(const u8 *text, size_t size, unsigned long addr,
 	if (err)
 		return err;
 	for (i = 0; i < BBRX_AC_FACTS; i++) {
-		/* 5.10's tcp_should_autocork() has no EOR rule: followed */
-		if (found->at[i] < 0 && i != BBRX_AC_EOR) {
+		/*
+		 * 5.10's tcp_should_autocork() has no EOR rule, which the
+		 * replacement follows; a body that reads the eor bit's byte
+		 * but not with the testb this walk knows is refused.
+		 */
+		if (found->at[i] < 0 && (i != BBRX_AC_EOR || w.eor_read)) {
 			snprintf(reason, len, "tcp_push has no %s",
 				 bbrx_ac_fact_name[i]);
 			return -ENOEXEC;

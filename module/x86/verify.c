@@ -142,6 +142,22 @@ long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
 	return found;
 }
 
+#define BBRX_FTRACE_NOP_LEN	5
+
+/*
+ * Is @p the 5-byte NOP ftrace writes over a function's site? 0f 1f 44 00 00
+ * since 5.15 (upstream "x86: Remove dynamic NOP selection"); 5.10 picks its
+ * NOP per CPU at boot, 66 66 66 66 90 (K8) on QEMU's default CPU, and
+ * writes the same over jump labels.
+ */
+static bool bbrx_ftrace_nop(const u8 *p)
+{
+	static const u8 p6[BBRX_FTRACE_NOP_LEN] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	static const u8 k8[BBRX_FTRACE_NOP_LEN] = { 0x66, 0x66, 0x66, 0x66, 0x90 };
+
+	return !memcmp(p, p6, sizeof(p6)) || !memcmp(p, k8, sizeof(k8));
+}
+
 /**
  * bbrx_hook_fentry() - does a function start with its ftrace site?
  * @addr: function address
@@ -150,20 +166,16 @@ long bbrx_hook_find(unsigned long addr, size_t start, size_t end,
  * @rlen: size of @reason
  *
  * The site (after ENDBR64 on IBT kernels) is "call __fentry__" while traced
- * and the 5-byte NOP ftrace writes over it otherwise; either means the
- * compiler kept the function whole (not a clone with another ABI) and
- * ftrace manages its entry. The NOP is 0f 1f 44 00 00 since 5.15 (upstream
- * "x86: Remove dynamic NOP selection"); 5.10 writes its atomic NOP5,
- * 66 66 66 66 90, on x86-64.
+ * and the 5-byte NOP ftrace writes over it otherwise (bbrx_ftrace_nop());
+ * either means the compiler kept the function whole (not a clone with
+ * another ABI) and ftrace manages its entry.
  *
  * Return: 0, or -ENOEXEC (-EFAULT if unreadable) with @reason.
  */
 int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 		     size_t rlen)
 {
-	static const u8 nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-	static const u8 nop5_atomic[] = { 0x66, 0x66, 0x66, 0x66, 0x90 };
-	u8 text[sizeof(nop5)];
+	u8 text[BBRX_FTRACE_NOP_LEN];
 
 	addr += bbrx_endbr_len(addr);
 	if (copy_from_kernel_nofault(text, (void *)addr, sizeof(text))) {
@@ -172,8 +184,7 @@ int bbrx_hook_fentry(unsigned long addr, bool fault, char *reason,
 	}
 	if (fault)
 		text[0] ^= 0xff;
-	if (text[0] == 0xe8 || !memcmp(text, nop5, sizeof(nop5)) ||
-	    !memcmp(text, nop5_atomic, sizeof(nop5_atomic)))
+	if (text[0] == 0xe8 || bbrx_ftrace_nop(text))
 		return 0;
 	snprintf(reason, rlen, "no ftrace site at entry (%*ph)",
 		 (int)sizeof(text), text);
@@ -875,8 +886,8 @@ static int bbrx_body_step(const struct insn *insn, size_t off, void *ctx)
 
 	/*
 	 * nops (endbr64, padding with prefixes, 5.10's 66 66 66 66 90 at the
-	 * ftrace site; 0x90 without REX, as REX.B makes it xchg %r8) and int3:
-	 * flow goes on
+	 * ftrace site and at jump labels; 0x90 without REX, as REX.B makes it
+	 * xchg %r8) and int3: flow goes on
 	 */
 	if ((insn->opcode.nbytes == 2 && op == 0x0f &&
 	     (insn->opcode.bytes[1] == 0x1e || insn->opcode.bytes[1] == 0x1f)) ||
